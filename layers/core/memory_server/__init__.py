@@ -1,0 +1,1 @@
+"""Memory server core: domain, data access and operations shared by every function."""

@@ -1,0 +1,115 @@
+"""Data access: a connection pool and the one way to run a request's transaction.
+
+Every request transaction first sets its ``app.*`` settings with
+``set_config(..., true)``: transaction-local, so nothing reaches the next tenant on a
+pooled (RDS Proxy) connection and no session state pins it. Row-level security reads
+those settings; the application's own queries pass the same values as parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .caller import Caller, Deadline
+from .errors import ToolError
+from .grants import sorted_grants
+
+Connection = psycopg.Connection[dict[str, Any]]
+Isolation = Literal["read committed", "repeatable read"]
+
+_SET_REQUEST = """
+SELECT set_config('app.workspace_id', %(workspace_id)s, true),
+       set_config('app.principal_id', %(principal_id)s, true),
+       set_config('app.grants', %(grants)s, true),
+       set_config('app.contexts', %(contexts)s, true),
+       set_config('app.personal', %(personal)s, true),
+       set_config('statement_timeout', %(timeout)s, true)
+"""
+
+
+def pg_array(values: list[str]) -> str:
+    """A text[] literal; every element quoted, so no value can change the structure."""
+    quoted = ('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
+    return "{" + ",".join(quoted) + "}"
+
+
+def request_settings(caller: Caller, timeout_ms: int) -> dict[str, str]:
+    return {
+        "workspace_id": str(caller.workspace_id),
+        "principal_id": str(caller.principal_id),
+        "grants": pg_array(sorted_grants(caller.grants)),
+        "contexts": pg_array(list(caller.context.ancestors)),
+        "personal": "on" if caller.personal_namespace else "off",
+        "timeout": str(timeout_ms),
+    }
+
+
+class Database:
+    """A small pool of runtime-role connections (one per Lambda container is typical)."""
+
+    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 4) -> None:
+        self.pool: ConnectionPool[Connection] = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"row_factory": dict_row, "autocommit": False},
+            open=True,
+            timeout=5.0,
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @contextmanager
+    def transaction(
+        self,
+        caller: Caller,
+        deadline: Deadline,
+        *,
+        read_only: bool = False,
+        isolation: Isolation = "read committed",
+    ) -> Iterator[Connection]:
+        """One request transaction with the caller's settings applied first."""
+        timeout_ms = deadline.remaining_ms()
+        with translate_errors(), self.pool.connection(timeout=timeout_ms / 1000) as conn:
+            conn.read_only = read_only
+            conn.isolation_level = (
+                psycopg.IsolationLevel.REPEATABLE_READ
+                if isolation == "repeatable read"
+                else psycopg.IsolationLevel.READ_COMMITTED
+            )
+            with conn.transaction():
+                conn.execute(_SET_REQUEST, request_settings(caller, timeout_ms))
+                yield conn
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A plain connection (for resolving the caller before settings exist)."""
+        with translate_errors(), self.pool.connection() as conn:
+            conn.read_only = False
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            yield conn
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Backend failures become ``timeout`` / ``unavailable``: never an empty result."""
+    try:
+        yield
+    except pg_errors.QueryCanceled:
+        raise ToolError("timeout", "the database did not answer within the deadline") from None
+    except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected):
+        raise ToolError("unavailable", "a concurrent change interfered; retry") from None
+    except pg_errors.LockNotAvailable:
+        raise ToolError("timeout", "the record is locked by another writer; retry") from None
+    except PoolTimeout:
+        raise ToolError("unavailable", "no database connection available; retry") from None
+    except psycopg.OperationalError:
+        raise ToolError("unavailable", "the database is unavailable; retry") from None

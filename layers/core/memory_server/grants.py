@@ -1,0 +1,38 @@
+"""Grants and token scopes (CONTRACT §2): effective = token scopes ∩ membership grants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+Grant = Literal["read", "write:personal", "write:shared", "delete", "admin"]
+
+ALL_GRANTS: tuple[Grant, ...] = ("read", "write:personal", "write:shared", "delete", "admin")
+
+SCOPE_GRANTS: dict[str, Grant] = {
+    "memory/read": "read",
+    "memory/write.personal": "write:personal",
+    "memory/write.shared": "write:shared",
+    "memory/delete": "delete",
+    "memory/admin": "admin",
+}
+GRANT_SCOPES: dict[Grant, str] = {grant: scope for scope, grant in SCOPE_GRANTS.items()}
+
+
+def grants_from_scopes(scopes: Iterable[str]) -> frozenset[Grant]:
+    return frozenset(SCOPE_GRANTS[s] for s in scopes if s in SCOPE_GRANTS)
+
+
+def effective_grants(scopes: Iterable[str], membership: Iterable[str]) -> frozenset[Grant]:
+    """What a request may do: only what both the token and the membership allow."""
+    member = frozenset(membership)
+    return frozenset(g for g in grants_from_scopes(scopes) if g in member)
+
+
+def write_grant(namespace: str) -> Grant:
+    return "write:personal" if namespace == "me" else "write:shared"
+
+
+def sorted_grants(grants: Iterable[str]) -> list[str]:
+    order = {g: i for i, g in enumerate(ALL_GRANTS)}
+    return sorted(set(grants), key=lambda g: order.get(g, len(order)))

@@ -1,0 +1,129 @@
+"""Database roles and ordered plain-SQL migrations.
+
+``bootstrap`` runs once with an administrative connection (the embedded server's
+superuser locally, the cluster's master user in AWS): it creates the migration role
+that owns the schema and the runtime role that serves requests. ``migrate`` runs as
+the migration role and applies ``infra/migrations/NNNN_*.sql`` in order, each in its
+own transaction, recording name and checksum in ``memory.schema_migrations``. A file
+that changed after it was applied stops the run: history is never silently rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+OWNER_ROLE = "memory_owner"
+RUNTIME_ROLE = "memory_runtime"
+SCHEMA = "memory"
+_MIGRATION_NAME = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
+_LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    text: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def load_migrations(directory: Path) -> list[Migration]:
+    files = sorted(p for p in directory.iterdir() if p.suffix == ".sql")
+    bad = [p.name for p in files if not _MIGRATION_NAME.match(p.name)]
+    if bad:
+        raise MigrationError(f"migration file names must look like 0001_name.sql: {bad}")
+    return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
+
+
+def bootstrap(admin: psycopg.Connection, *, owner_password: str, runtime_password: str) -> None:
+    """Create (or update) the two roles and the schema. Idempotent."""
+    database = admin.info.dbname
+    with admin.transaction():
+        for role, password in ((OWNER_ROLE, owner_password), (RUNTIME_ROLE, runtime_password)):
+            exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+            verb = sql.SQL("ALTER") if exists else sql.SQL("CREATE")
+            admin.execute(
+                sql.SQL(
+                    "{} ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS "
+                    "NOREPLICATION PASSWORD {}"
+                ).format(verb, sql.Identifier(role), sql.Literal(password))
+            )
+        admin.execute(
+            sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO {}").format(
+                sql.Identifier(database), sql.Identifier(OWNER_ROLE)
+            )
+        )
+        admin.execute(
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                sql.Identifier(database), sql.Identifier(RUNTIME_ROLE)
+            )
+        )
+        admin.execute(
+            sql.SQL("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {}").format(
+                sql.Identifier(SCHEMA), sql.Identifier(OWNER_ROLE)
+            )
+        )
+        # Nobody but the owner creates objects anywhere the runtime role looks.
+        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        for role in (OWNER_ROLE, RUNTIME_ROLE):
+            admin.execute(
+                sql.SQL("ALTER ROLE {} SET search_path = {}").format(
+                    sql.Identifier(role), sql.Identifier(SCHEMA)
+                )
+            )
+
+
+def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
+    """Apply pending migrations as the owner role; returns the names applied."""
+    migrations = load_migrations(directory)
+    applied_now: list[str] = []
+    with owner.transaction():
+        owner.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+        owner.execute("SET LOCAL search_path = memory")
+        owner.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " name text PRIMARY KEY, checksum text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = dict(owner.execute("SELECT name, checksum FROM schema_migrations").fetchall())
+        for migration in migrations:
+            if migration.name in done:
+                if done[migration.name] != migration.checksum:
+                    raise MigrationError(
+                        f"{migration.name} was changed after it was applied; "
+                        "add a new migration instead"
+                    )
+                continue
+            with owner.transaction():  # a savepoint: one failing file names itself
+                try:
+                    owner.execute(migration.text.encode())
+                except psycopg.Error as exc:
+                    raise MigrationError(f"{migration.name} failed: {exc}") from exc
+                owner.execute(
+                    "INSERT INTO schema_migrations (name, checksum) VALUES (%s, %s)",
+                    (migration.name, migration.checksum),
+                )
+            applied_now.append(migration.name)
+    return applied_now
+
+
+def default_migrations_dir() -> Path:
+    """``infra/migrations`` of a source checkout (the deployment bundles its own copy)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "infra" / "migrations"
+        if candidate.is_dir():
+            return candidate
+    raise MigrationError("infra/migrations not found; pass the directory explicitly")

@@ -1,0 +1,98 @@
+"""Tool arguments (CONTRACT §5) as strict pydantic models.
+
+The same models give the MCP layer its ``inputSchema`` (``additionalProperties:
+false``) and give the operations validated input, so a direct caller of the Python
+API gets the same clear ``invalid_argument`` as a caller over MCP.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import invalid
+
+Uri = Annotated[str, Field(min_length=1, max_length=1024, description="A memory:// URI")]
+Source = Annotated[
+    str,
+    Field(min_length=1, max_length=256, description="Provenance: where this came from"),
+]
+Context = Annotated[
+    str,
+    Field(
+        max_length=512,
+        description="Ancestor context to write into ('workspace' or an ancestor path)",
+    ),
+]
+KindName = Literal["memories", "skills", "notes"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ListArgs(_Args):
+    prefix: Uri | None = None
+    limit: int = Field(20, ge=1, le=50)
+    cursor: str | None = Field(None, max_length=2048)
+
+
+class ReadArgs(_Args):
+    uri: Uri
+    offset: int = Field(0, ge=0)
+    max_bytes: int = Field(16384, ge=1, le=65536)
+    history: bool = False
+
+
+class SearchArgs(_Args):
+    query: str = Field(min_length=1, max_length=512)
+    namespace: Literal["personal", "workspace", "all"] = "all"
+    kinds: list[KindName] = Field(
+        default_factory=lambda: ["memories", "notes"], min_length=1, max_length=3
+    )
+    limit: int = Field(8, ge=1, le=8)
+
+
+class WriteArgs(_Args):
+    uri: Uri
+    content: str = Field(max_length=65536)
+    expected_revision: int = Field(ge=0, description="0 creates; otherwise the current revision")
+    source: Source | None = None
+    context: Context | None = None
+
+
+class DeleteArgs(_Args):
+    uri: Uri
+    expected_revision: int = Field(ge=1)
+
+
+class RememberArgs(_Args):
+    uri: Uri
+    fact: str = Field(min_length=1, max_length=4096)
+    idempotency_key: str = Field(pattern=r"^[A-Za-z0-9_.:-]{8,128}$")
+    source: Source | None = None
+    context: Context | None = None
+
+
+class MoveArgs(_Args):
+    uri: Uri
+    new_uri: Uri
+    expected_revision: int = Field(ge=1)
+
+
+ArgsT = TypeVar("ArgsT", bound=_Args)
+
+
+def parse_args(model: type[ArgsT], raw: Any) -> ArgsT:
+    """Validate raw tool arguments; the error names the argument and the rule."""
+    if not isinstance(raw, dict):
+        raise invalid("arguments must be a JSON object")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False, include_input=False)[:5]:
+            where = ".".join(str(p) for p in error["loc"]) or "arguments"
+            problems.append(f"{where}: {error['msg']}")
+        raise invalid("; ".join(problems)) from None

@@ -1,0 +1,20 @@
+"""One function per tool, each one transaction: ``(store, caller, args) -> result``."""
+
+from .memory_delete import memory_delete
+from .memory_list import memory_list
+from .memory_move import memory_move
+from .memory_read import memory_read, read_revision
+from .memory_remember import memory_remember
+from .memory_search import memory_search
+from .memory_write import memory_write
+
+__all__ = [
+    "memory_delete",
+    "memory_list",
+    "memory_move",
+    "memory_read",
+    "memory_remember",
+    "memory_search",
+    "memory_write",
+    "read_revision",
+]

@@ -1,0 +1,82 @@
+"""memory_list: titles and addresses in the caller's view, never bodies, paged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..addresses import parse_prefix
+from ..budget import fit_list_items
+from ..caller import Caller, Deadline
+from ..cursors import decode_cursor, encode_cursor
+from ..grants import sorted_grants
+from ..models import ListArgs
+from ..records import TRUST, iso, uri_of, view
+from ..sql_files import query
+from ..store import Store
+
+_PATH_END = "\U0010ffff"  # above every valid path under the C collation
+_START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
+
+
+def memory_list(
+    store: Store, caller: Caller, args: ListArgs, deadline: Deadline | None = None
+) -> dict[str, Any]:
+    prefix = parse_prefix(args.prefix)
+    binding = {
+        "tool": "memory_list",
+        "principal": str(caller.principal_id),
+        "workspace": str(caller.workspace_id),
+        "context": caller.context.key,
+        "grants": sorted_grants(caller.grants),
+        "prefix": args.prefix or "",
+    }
+    after = _START
+    if args.cursor is not None:
+        after = decode_cursor(store.cursor_secret, args.cursor, binding)
+    owners = (
+        [caller.owner_for(prefix.namespace)] if prefix.namespace else caller.visible_owners()
+    )
+    folder = prefix.folder
+    params = {
+        **view(caller),
+        "owners": owners,
+        "kind": prefix.kind,
+        "path_low": folder,
+        "path_high": folder[:-1] + "0" if folder else _PATH_END,  # '0' follows '/'
+        "after_kind": after[0],
+        "after_path": after[1],
+        "after_context": after[2],
+        "after_id": after[3],
+        "limit": args.limit + 1,
+    }
+    with store.db.transaction(caller, deadline or Deadline(), read_only=True) as conn:
+        rows = conn.execute(query("list_page"), params).fetchall()
+
+    items = [
+        {
+            "uri": uri_of(caller, row),
+            "id": str(row["id"]),
+            "kind": row["kind"],
+            "title": row["title"],
+            "context": row["context_key"],
+            "revision": row["revision"],
+            "updated_at": iso(row["updated_at"]),
+        }
+        for row in rows[: args.limit]
+    ]
+
+    def position(index: int) -> list[str]:
+        row = rows[index]
+        return [row["kind"], row["path"], row["context_key"], str(row["id"])]
+
+    def result(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+        more = len(chosen) < len(rows)
+        cursor = (
+            encode_cursor(store.cursor_secret, binding, position(len(chosen) - 1))
+            if more and chosen
+            else None
+        )
+        return {"items": chosen, "next_cursor": cursor, "trust": TRUST}
+
+    fitting = fit_list_items(items, result, store.sizer)
+    return result(items[:fitting])

@@ -1,0 +1,140 @@
+"""memory_remember: merge one fact into a record, exactly once per idempotency key.
+
+The key is claimed, the merge applied and its result stored in one transaction, under
+the key's primary key: a concurrent duplicate waits for the first to commit and then
+replays its result; a retry after a lost response replays it too. A fact already in
+the record is not added twice (``merged: false``, no new revision).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from psycopg.errors import UniqueViolation
+from psycopg.types.json import Jsonb
+
+from ..addresses import RecordAddress, parse_path_address
+from ..caller import Caller, Deadline
+from ..contexts import parse_target_context
+from ..db import Connection
+from ..errors import ToolError, invalid
+from ..models import RememberArgs
+from ..records import (
+    MAX_CONTENT_BYTES, change, check_source, check_text, create, resolve, view,
+)
+from ..sql_files import query
+from ..store import Store
+
+FACT_MAX_BYTES = 4096
+_ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
+
+
+class _Retry(Exception):
+    pass
+
+
+def memory_remember(
+    store: Store, caller: Caller, args: RememberArgs, deadline: Deadline | None = None
+) -> dict[str, Any]:
+    address = parse_path_address(args.uri)
+    fact = _check_fact(args.fact)
+    source = check_source(args.source)
+    target_context = parse_target_context(args.context, caller.context)
+    caller.owner_for(address.namespace)  # not_found for a missing personal namespace
+    caller.require_write(address.namespace)
+    deadline = deadline or Deadline()
+    request_hash = hashlib.sha256(
+        json.dumps(
+            {"uri": args.uri, "fact": args.fact, "source": args.source, "context": args.context},
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
+    key = {"target": address.uri, "key": args.idempotency_key, "request_hash": request_hash}
+    for _ in range(_ATTEMPTS):
+        try:
+            with store.db.transaction(caller, deadline) as conn:
+                return _remember_once(conn, caller, address, fact, source, target_context,
+                                      args.context is not None, key)
+        except _Retry:
+            continue
+    raise ToolError("unavailable", "the record kept changing concurrently; retry")
+
+
+def _remember_once(
+    conn: Connection,
+    caller: Caller,
+    address: RecordAddress,
+    fact: str,
+    source: str | None,
+    target_context: str,
+    context_named: bool,
+    key: dict[str, str],
+) -> dict[str, Any]:
+    params = {**view(caller), **key}
+    claimed = conn.execute(query("claim_idempotency_key"), params).fetchone()
+    if claimed is None:
+        previous = conn.execute(query("read_idempotency_key"), params).fetchone()
+        if previous is None or previous["result"] is None:
+            raise ToolError("unavailable", "a request with this key is still in flight; retry")
+        if previous["request_hash"] != key["request_hash"]:
+            raise ToolError(
+                "idempotency_key_reused",
+                "this idempotency_key was already used with different arguments",
+            )
+        return {**previous["result"], "replayed": True}
+
+    contexts = [target_context] if context_named else None
+    current = resolve(conn, caller, address, contexts=contexts)
+    if current is None:
+        body = f"- {fact}\n"
+        row = create(conn, caller, address, context_key=target_context, body=body,
+                     source=source, operation="merge")
+        if row is None:
+            raise _Retry()  # another writer created it first: merge into theirs
+        result = {"uri": address.uri, "id": str(row["id"]), "revision": row["revision"],
+                  "merged": True}
+    else:
+        locked = conn.execute(query("lock_record"), {**view(caller), "id": current["id"]}).fetchone()
+        if locked is None:
+            raise _Retry()  # deleted or moved away meanwhile
+        if _contains_fact(locked["body"], fact):
+            result = {"uri": address.uri, "id": str(current["id"]),
+                      "revision": locked["revision"], "merged": False}
+        else:
+            body = locked["body"]
+            if body and not body.endswith("\n"):
+                body += "\n"
+            body += f"- {fact}\n"
+            check_text(body, what="record after merging the fact", max_bytes=MAX_CONTENT_BYTES)
+            try:
+                row = change(conn, caller, current["id"], address,
+                             expected_revision=locked["revision"], body=body, source=source,
+                             operation="merge")
+            except UniqueViolation:
+                raise _Retry() from None
+            result = {"uri": address.uri, "id": str(row["id"]), "revision": row["revision"],
+                      "merged": True}
+    conn.execute(query("store_idempotency_result"), {**params, "result": Jsonb(result)})
+    return {**result, "replayed": False}
+
+
+def _check_fact(fact: str) -> str:
+    check_text(fact, what="fact", max_bytes=FACT_MAX_BYTES)
+    stripped = fact.strip()
+    if not stripped:
+        raise invalid("fact may not be blank")
+    if any(c in fact for c in "\r\n") or any(ord(c) < 0x20 and c != "\t" for c in fact):
+        raise invalid("fact must be a single line without control characters")
+    return stripped
+
+
+def _contains_fact(body: str, fact: str) -> bool:
+    for line in body.splitlines():
+        item = line.strip()
+        if item.startswith(("- ", "* ")):
+            item = item[2:].strip()
+        if item == fact:
+            return True
+    return False

@@ -1,0 +1,101 @@
+"""memory_search: full-text search over the caller's view, within the byte budget.
+
+Two phases keep the index usable under row-level security: ranked candidate ids
+come from ``memory.search_candidates`` (a function that applies the visibility
+predicate itself over a narrow index the runtime role cannot read), then at most
+``limit`` hits are hydrated through the RLS-protected table. Whatever the ranker
+returns is asserted to be inside the view before anything is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..budget import SEARCH_MAX_HITS, fit_search_hits
+from ..caller import Caller, Deadline
+from ..errors import IntegrityViolation, ToolError
+from ..models import SearchArgs
+from ..ranking import Candidate
+from ..records import TRUST, check_text, iso, uri_of, view
+from ..sql_files import query
+from ..store import Store
+
+# At most this many of the most recently updated matches are ranked, so a common
+# term costs a bounded amount of work (see docs/performance.md).
+RANK_WINDOW = 1000
+# Candidates handed to the ranker (it may reorder and cut, never add).
+CANDIDATES = 32
+
+
+def memory_search(
+    store: Store, caller: Caller, args: SearchArgs, deadline: Deadline | None = None
+) -> dict[str, Any]:
+    check_text(args.query, what="query", max_bytes=2048)
+    owners = {
+        "personal": [caller.owner_for("me")] if caller.personal_namespace else [],
+        "workspace": [caller.owner_for("workspace")],
+        "all": caller.visible_owners(),
+    }[args.namespace]
+    limit = min(args.limit, SEARCH_MAX_HITS)
+    if not owners:  # a service without a personal namespace searching "personal"
+        return {"hits": [], "truncated": False, "trust": TRUST}
+
+    params = {
+        **view(caller),
+        "owners": owners,
+        "query": args.query,
+        "kinds": list(dict.fromkeys(args.kinds)),
+        "window": RANK_WINDOW,
+        "limit": CANDIDATES,
+    }
+    # One snapshot for both phases, so a concurrent delete cannot trip the assertion.
+    with store.db.transaction(
+        caller, deadline or Deadline(), read_only=True, isolation="repeatable read"
+    ) as conn:
+        rows = conn.execute(query("search_candidates"), params).fetchall()
+        offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
+        ranked = store.ranker.rank(args.query, offered, limit)[:limit]
+        hits = {}
+        if ranked:
+            hydrated = conn.execute(
+                query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+            ).fetchall()
+            hits = {row["id"]: row for row in hydrated}
+
+    try:
+        assert_in_view(caller, ranked, hits)
+    except IntegrityViolation:
+        raise ToolError("unavailable", "search failed an integrity check; nothing was returned") from None
+
+    ordered = [hits[c.id] for c in ranked]
+    summaries = [
+        {
+            "uri": uri_of(caller, row),
+            "id": str(row["id"]),
+            "kind": row["kind"],
+            "title": row["title"],
+            "context": row["context_key"],
+            "revision": row["revision"],
+            "updated_at": iso(row["updated_at"]),
+            "score": round(candidate.score, 6),
+        }
+        for row, candidate in zip(ordered, ranked, strict=True)
+    ]
+    return fit_search_hits(
+        summaries,
+        [row["excerpt"] or "" for row in ordered],
+        lambda chosen, truncated: {"hits": chosen, "truncated": truncated, "trust": TRUST},
+        store.sizer,
+    )
+
+
+def assert_in_view(
+    caller: Caller, ranked: list[Candidate], hydrated: dict[Any, dict[str, Any]]
+) -> None:
+    """Every ranked hit must be a distinct record hydrated inside the caller's view."""
+    if len({c.id for c in ranked}) != len(ranked):
+        raise IntegrityViolation("ranker returned a duplicate hit")
+    for candidate in ranked:
+        row = hydrated.get(candidate.id)
+        if row is None or not caller.can_see(row["workspace_id"], row["owner_id"], row["context_key"]):
+            raise IntegrityViolation("ranker returned a hit outside the caller's view")

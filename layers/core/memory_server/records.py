@@ -1,0 +1,197 @@
+"""Shared record logic for the operations: content rules, titles, resolution, changes.
+
+Every query here passes the caller's view as parameters (workspace, visible owners,
+visible contexts), the first wall; row-level security applies it again.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .addresses import IdAddress, RecordAddress, record_uri
+from .budget import TITLE_MAX_BYTES, utf8_prefix
+from .caller import Caller
+from .db import Connection
+from .errors import ToolError, invalid, not_found
+from .sql_files import query
+
+MAX_CONTENT_BYTES = 65536
+TRUST = "recorded-data"
+Operation = Literal["create", "replace", "merge", "move", "delete"]
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_text(value: str, *, what: str, max_bytes: int) -> str:
+    """Reject what PostgreSQL text cannot hold or the budget does not allow."""
+    if "\x00" in value:
+        raise invalid(f"{what} may not contain NUL characters")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise invalid(f"{what} is not valid Unicode (lone surrogate)") from None
+    if size > max_bytes:
+        raise ToolError("too_large", f"{what} is {size} bytes; the limit is {max_bytes}")
+    return value
+
+
+def check_source(source: str | None) -> str | None:
+    if source is None:
+        return None
+    check_text(source, what="source", max_bytes=1024)
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in source):
+        raise invalid("source may not contain control characters")
+    return source
+
+
+def front_matter(content: str) -> dict[str, str]:
+    match = _FRONT_MATTER.match(content)
+    if not match:
+        return {}
+    fields: dict[str, str] = {}
+    for line in match.group(1).splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith((" ", "\t")):
+            fields[key.strip()] = value.strip().strip("'\"")
+    return fields
+
+
+def check_content(address: RecordAddress, content: str) -> str:
+    check_text(content, what="content", max_bytes=MAX_CONTENT_BYTES)
+    if address.kind == "skills" and address.path.endswith("/SKILL.md"):
+        fields = front_matter(content)
+        folder = address.path.split("/")[-2]
+        if not fields.get("name") or not fields.get("description"):
+            raise invalid("a SKILL.md needs YAML front matter with name and description")
+        if fields["name"] != folder:
+            raise invalid(f"SKILL.md front matter name must match its folder ({folder!r})")
+    return content
+
+
+def derive_title(kind: str, path: str, content: str) -> str:
+    """Skill name, else the first Markdown heading, else the file name."""
+    title = ""
+    if kind == "skills":
+        title = front_matter(content).get("name", "")
+    if not title:
+        body = _FRONT_MATTER.sub("", content, count=1)
+        heading = _HEADING.search(body)
+        title = heading.group(1) if heading else ""
+    if not title:
+        title = path.rsplit("/", 1)[-1]
+    return utf8_prefix(title, TITLE_MAX_BYTES)[0]
+
+
+def view(caller: Caller) -> dict[str, Any]:
+    """The caller's view as query parameters."""
+    return {
+        "workspace_id": caller.workspace_id,
+        "owners": caller.visible_owners(),
+        "contexts": list(caller.context.ancestors),
+        "principal_id": caller.principal_id,
+        "request_id": caller.request_id,
+    }
+
+
+def uri_of(caller: Caller, row: dict[str, Any]) -> str:
+    return record_uri(caller.namespace_of(row["owner_id"]), row["kind"], row["path"])
+
+
+def resolve(
+    conn: Connection,
+    caller: Caller,
+    address: RecordAddress | IdAddress,
+    *,
+    contexts: list[str] | None = None,
+) -> dict[str, Any] | None:
+    """The visible record an address names: by id, or nearest by path from the context."""
+    params = view(caller)
+    if isinstance(address, IdAddress):
+        params["id"] = address.id
+        return conn.execute(query("record_by_id"), params).fetchone()
+    params.update(
+        owner_id=caller.owner_for(address.namespace),
+        kind=address.kind,
+        path=address.path,
+        contexts=contexts if contexts is not None else list(caller.context.ancestors),
+    )
+    return conn.execute(query("resolve_address"), params).fetchone()
+
+
+def conflict_or_gone(conn: Connection, caller: Caller, record_id: uuid.UUID) -> ToolError:
+    """Explain a conditional change that matched no row, within the caller's view only."""
+    row = conn.execute(query("current_revision"), {**view(caller), "id": record_id}).fetchone()
+    if row is None:
+        return not_found()
+    return conflict(row["revision"])
+
+
+def conflict(current_revision: int) -> ToolError:
+    return ToolError(
+        "revision_conflict",
+        f"the record is at revision {current_revision}; re-read it and retry",
+        current_revision=current_revision,
+    )
+
+
+def create(
+    conn: Connection,
+    caller: Caller,
+    address: RecordAddress,
+    *,
+    context_key: str,
+    body: str,
+    source: str | None,
+    operation: Operation,
+) -> dict[str, Any] | None:
+    params = {
+        **view(caller),
+        "owner_id": caller.owner_for(address.namespace),
+        "context_key": context_key,
+        "kind": address.kind,
+        "path": address.path,
+        "title": derive_title(address.kind, address.path, body),
+        "body": body,
+        "source": source,
+        "operation": operation,
+        "uri": address.uri,
+    }
+    return conn.execute(query("create_record"), params).fetchone()
+
+
+def change(
+    conn: Connection,
+    caller: Caller,
+    record_id: uuid.UUID,
+    address: RecordAddress,
+    *,
+    expected_revision: int,
+    body: str,
+    source: str | None,
+    operation: Operation,
+) -> dict[str, Any]:
+    """Conditionally replace a visible record's address and body; raise on conflict."""
+    params = {
+        **view(caller),
+        "id": record_id,
+        "expected_revision": expected_revision,
+        "kind": address.kind,
+        "path": address.path,
+        "title": derive_title(address.kind, address.path, body),
+        "body": body,
+        "source": source,
+        "operation": operation,
+        "uri": address.uri,
+    }
+    row = conn.execute(query("change_record"), params).fetchone()
+    if row is None:
+        raise conflict_or_gone(conn, caller, record_id)
+    return row

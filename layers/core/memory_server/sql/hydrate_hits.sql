@@ -1,0 +1,11 @@
+-- Hydrate ranked hits through the RLS-protected table, with bounded excerpts.
+SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision,
+       m.updated_at,
+       ts_headline('english', left(m.body, 20000), websearch_to_tsquery('english', %(query)s),
+                   'StartSel="", StopSel="", MaxWords=70, MinWords=25, MaxFragments=2, '
+                   'FragmentDelimiter=" … "') AS excerpt
+FROM memory.memories AS m
+WHERE m.id = ANY (%(ids)s)
+  AND m.workspace_id = %(workspace_id)s
+  AND m.owner_id = ANY (%(owners)s)
+  AND m.context_key = ANY (%(contexts)s)

@@ -1,0 +1,4 @@
+SELECT request_hash, result
+FROM memory.idempotency_keys
+WHERE workspace_id = %(workspace_id)s AND principal_id = %(principal_id)s
+  AND target = %(target)s AND idempotency_key = %(key)s

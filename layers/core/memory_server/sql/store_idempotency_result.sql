@@ -1,0 +1,3 @@
+UPDATE memory.idempotency_keys SET result = %(result)s
+WHERE workspace_id = %(workspace_id)s AND principal_id = %(principal_id)s
+  AND target = %(target)s AND idempotency_key = %(key)s

@@ -1,0 +1,76 @@
+"""The store: what every operation needs, assembled once per process."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from .budget import ResponseSizer, jsonrpc_tool_result_size
+from .caller import Caller
+from .contexts import ListeningContext
+from .db import Database
+from .errors import ContextUnavailable
+from .grants import effective_grants
+from .ranking import DeterministicRanker, Ranker
+from .sql_files import query
+
+
+@dataclass(slots=True)
+class Store:
+    db: Database
+    cursor_secret: bytes
+    ranker: Ranker = field(default_factory=DeterministicRanker)
+    sizer: ResponseSizer = jsonrpc_tool_result_size
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """What the server knows about a caller in a workspace, before the context check."""
+
+    caller: Caller
+    memory_enabled: bool
+
+
+def gate_key(context: ListeningContext) -> str | None:
+    """The registered context that decides whether this listening context is usable."""
+    if context.kind == "dm":
+        return context.key
+    return context.channel_key  # a thread follows its channel; None for the workspace
+
+
+def resolve_caller(
+    db: Database,
+    *,
+    workspace: str,
+    subject: str,
+    scopes: list[str],
+    context: ListeningContext,
+    request_id: str | None = None,
+) -> Membership | None:
+    """Identity from the verified token, membership and grants from the server.
+
+    ``None`` when the subject is not a member (or the workspace does not exist: the
+    two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
+    listen from ``context``.
+    """
+    with db.connection() as conn, conn.transaction():
+        row = conn.execute(
+            query("resolve_caller"),
+            {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
+        ).fetchone()
+    if row is None:
+        return None
+    if not row["context_allowed"]:
+        raise ContextUnavailable()
+    caller = Caller(
+        workspace_id=row["workspace_id"],
+        workspace=workspace,
+        principal_id=row["principal_id"],
+        principal_kind=row["principal_kind"],
+        handle=row["handle"],
+        grants=effective_grants(scopes, row["grants"]),
+        context=context,
+        personal_namespace=row["personal_namespace"],
+        request_id=request_id or str(uuid.uuid4()),
+    )
+    return Membership(caller, row["memory_enabled"])

@@ -1,0 +1,1 @@
+"""Local development and test support (never shipped in the Lambda layer)."""

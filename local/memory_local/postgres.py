@@ -1,0 +1,170 @@
+"""A private PostgreSQL server for tests and ``make dev``.
+
+Binaries come from the ``pgserver`` wheel (PostgreSQL 16, pip-installed) or, failing
+that, the system's. PostgreSQL refuses to run as root, so under root the server runs
+as the unprivileged ``nobody`` user; only directories this module creates (inside
+the project) change owner. It listens on a loopback port only, with password
+(SCRAM) authentication, and no Unix socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib.util
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+SUPERUSER = "postgres"
+RUN_AS = "nobody"
+
+
+class EmbeddedPostgresError(RuntimeError):
+    pass
+
+
+def find_bin_dir() -> Path:
+    """Directory holding ``initdb`` and ``postgres``."""
+    override = os.environ.get("PG_BIN")
+    candidates: list[Path] = [Path(override)] if override else []
+    spec = importlib.util.find_spec("pgserver")
+    if spec and spec.origin:
+        candidates.append(Path(spec.origin).parent / "pginstall" / "bin")
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
+    for candidate in candidates:
+        if (candidate / "postgres").exists() and (candidate / "initdb").exists():
+            return candidate
+    raise EmbeddedPostgresError(
+        "no PostgreSQL binaries found: install the pgserver wheel (make install) "
+        "or set PG_BIN, or set DATABASE_URL to use an existing server"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class EmbeddedPostgres:
+    """A server whose files live under ``root`` (``root/data`` is the cluster)."""
+
+    root: Path
+    port: int = 0
+    durable: bool = True  # False for throwaway test clusters: no fsync
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def password_file(self) -> Path:
+        return self.root / "superuser.password"
+
+    def admin_url(self, database: str = "postgres") -> str:
+        password = self.password_file.read_text().strip()
+        return f"postgresql://{SUPERUSER}:{password}@127.0.0.1:{self.port}/{database}"
+
+    def _user_kwargs(self) -> dict[str, object]:
+        if os.geteuid() != 0:
+            return {}
+        entry = pwd.getpwnam(RUN_AS)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(RUN_AS)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def init(self) -> None:
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        bin_dir = find_bin_dir()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o711)  # our own directory: the server user must traverse it
+        self.data_dir.mkdir(mode=0o700, exist_ok=True)
+        self._chown(self.data_dir)
+        password = secrets.token_urlsafe(24)
+        self.password_file.write_text(password + "\n")
+        self.password_file.chmod(0o600)
+        pwfile = self.data_dir.parent / ".initdb-pw"
+        pwfile.write_text(password + "\n")
+        self._chown(pwfile)
+        try:
+            result = subprocess.run(
+                [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+                 "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--no-locale",
+                 "--no-instructions"],
+                capture_output=True, text=True, check=False, **self._user_kwargs(),  # type: ignore[call-overload]
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        if result.returncode != 0:
+            raise EmbeddedPostgresError(f"initdb failed: {result.stderr.strip()}")
+
+    def start(self, timeout: float = 30.0) -> str:
+        """Start the server (initialising it first if needed); returns the admin URL."""
+        self.init()
+        if self.port == 0:
+            self.port = free_port()
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "port": str(self.port),
+            "unix_socket_directories": "",
+            "max_connections": "200",
+            "shared_buffers": "256MB",
+            "logging_collector": "off",
+        }
+        if not self.durable:
+            settings |= {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+        args = [str(find_bin_dir() / "postgres"), "-D", str(self.data_dir)]
+        for name, value in settings.items():
+            args += ["-c", f"{name}={value}"]
+        log = (self.root / "server.log").open("ab")
+        self.process = subprocess.Popen(  # type: ignore[call-overload]
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            **self._user_kwargs(),
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                tail = (self.root / "server.log").read_text(errors="replace")[-2000:]
+                raise EmbeddedPostgresError(f"PostgreSQL exited while starting:\n{tail}")
+            try:
+                with psycopg.connect(self.admin_url(), connect_timeout=2):
+                    return self.admin_url()
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise EmbeddedPostgresError("PostgreSQL did not accept connections") from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Fast shutdown of the server this object started."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def destroy(self) -> None:
+        self.stop()
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.root)
