@@ -1,0 +1,109 @@
+"""Builders for tenants, principals and callers, through the real code paths."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from memory_server import operator
+from memory_server.caller import Caller
+from memory_server.contexts import parse_context
+from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.models import (
+    DeleteArgs, ListArgs, MoveArgs, ReadArgs, RememberArgs, SearchArgs, WriteArgs, parse_args,
+)
+from memory_server.operations import (
+    memory_delete, memory_list, memory_move, memory_read, memory_remember, memory_search,
+    memory_write,
+)
+from memory_server.store import Store, resolve_caller
+
+ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: uuid.UUID
+    subject: str
+    handle: str
+
+
+@dataclass
+class Workspace:
+    world: World
+    id: uuid.UUID
+    slug: str
+
+    def person(self, handle: str, grants: tuple[str, ...] = ALL_GRANTS) -> Principal:
+        return self._member("person", handle, grants, None)
+
+    def service(self, handle: str, grants: tuple[str, ...], personal: bool = False) -> Principal:
+        return self._member("service", handle, grants, personal)
+
+    def add(self, principal: Principal, grants: tuple[str, ...] = ALL_GRANTS) -> Principal:
+        operator.set_membership(self.world.owner, self.id, principal.id, grants)
+        return principal
+
+    def _member(self, kind: str, handle: str, grants: tuple[str, ...], personal: bool | None) -> Principal:
+        subject = f"{handle}-{uuid.uuid4().hex[:10]}"
+        pid = operator.ensure_principal(self.world.owner, kind, subject, handle)  # type: ignore[arg-type]
+        operator.set_membership(self.world.owner, self.id, pid, grants, personal_namespace=personal)
+        return Principal(pid, subject, handle)
+
+    def register(self, context_key: str, *members: Principal) -> None:
+        operator.register_context(self.world.owner, self.id, context_key, [m.id for m in members])
+
+    def caller(self, who: Principal, context: str = "workspace", scopes: list[str] | None = None) -> Caller:
+        membership = resolve_caller(
+            self.world.store.db, workspace=self.slug, subject=who.subject,
+            scopes=ALL_SCOPES if scopes is None else scopes, context=parse_context(context),
+        )
+        assert membership is not None, "not a member"
+        return membership.caller
+
+    def agent(self, who: Principal, context: str = "workspace", scopes: list[str] | None = None) -> Agent:
+        return Agent(self.world.store, self.caller(who, context, scopes))
+
+
+@dataclass
+class World:
+    store: Store
+    owner: psycopg.Connection
+    made: list[str] = field(default_factory=list)
+
+    def workspace(self, slug: str | None = None, *, enabled: bool = True) -> Workspace:
+        slug = slug or f"ws-{uuid.uuid4().hex[:12]}"
+        wid = operator.create_workspace(self.owner, slug, memory_enabled=enabled)
+        return Workspace(self, wid, slug)
+
+
+@dataclass
+class Agent:
+    """Calls the operations the way the MCP tools will: raw arguments in, dict out."""
+
+    store: Store
+    caller: Caller
+
+    def list(self, **raw: Any) -> dict[str, Any]:
+        return memory_list(self.store, self.caller, parse_args(ListArgs, raw))
+
+    def read(self, **raw: Any) -> dict[str, Any]:
+        return memory_read(self.store, self.caller, parse_args(ReadArgs, raw))
+
+    def search(self, **raw: Any) -> dict[str, Any]:
+        return memory_search(self.store, self.caller, parse_args(SearchArgs, raw))
+
+    def write(self, **raw: Any) -> dict[str, Any]:
+        return memory_write(self.store, self.caller, parse_args(WriteArgs, raw))
+
+    def delete(self, **raw: Any) -> dict[str, Any]:
+        return memory_delete(self.store, self.caller, parse_args(DeleteArgs, raw))
+
+    def remember(self, **raw: Any) -> dict[str, Any]:
+        return memory_remember(self.store, self.caller, parse_args(RememberArgs, raw))
+
+    def move(self, **raw: Any) -> dict[str, Any]:
+        return memory_move(self.store, self.caller, parse_args(MoveArgs, raw))
