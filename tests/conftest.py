@@ -16,7 +16,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-
 from memory_local.postgres import EmbeddedPostgres
 from memory_server import migrate
 from memory_server.db import Database
@@ -52,11 +51,15 @@ def cluster() -> Iterator[Cluster]:
             admin.execute(f'CREATE DATABASE "{database}"')
         owner_password, runtime_password = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
         db_admin_url = _with_credentials(
-            admin_url, urlsplit(admin_url).username or "postgres",
-            urlsplit(admin_url).password or "", database,
+            admin_url,
+            urlsplit(admin_url).username or "postgres",
+            urlsplit(admin_url).password or "",
+            database,
         )
         with psycopg.connect(db_admin_url, autocommit=True) as admin:
-            migrate.bootstrap(admin, owner_password=owner_password, runtime_password=runtime_password)
+            migrate.bootstrap(
+                admin, owner_password=owner_password, runtime_password=runtime_password
+            )
         owner_url = _with_credentials(admin_url, migrate.OWNER_ROLE, owner_password, database)
         runtime_url = _with_credentials(admin_url, migrate.RUNTIME_ROLE, runtime_password, database)
         with psycopg.connect(owner_url) as owner:

@@ -7,16 +7,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-
 from memory_server import operator
 from memory_server.caller import Caller
 from memory_server.contexts import parse_context
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.models import (
-    DeleteArgs, ListArgs, MoveArgs, ReadArgs, RememberArgs, SearchArgs, WriteArgs, parse_args,
+    DeleteArgs,
+    ListArgs,
+    MoveArgs,
+    ReadArgs,
+    RememberArgs,
+    SearchArgs,
+    WriteArgs,
+    parse_args,
 )
 from memory_server.operations import (
-    memory_delete, memory_list, memory_move, memory_read, memory_remember, memory_search,
+    memory_delete,
+    memory_list,
+    memory_move,
+    memory_read,
+    memory_remember,
+    memory_search,
     memory_write,
 )
 from memory_server.store import Store, resolve_caller
@@ -47,7 +58,9 @@ class Workspace:
         operator.set_membership(self.world.owner, self.id, principal.id, grants)
         return principal
 
-    def _member(self, kind: str, handle: str, grants: tuple[str, ...], personal: bool | None) -> Principal:
+    def _member(
+        self, kind: str, handle: str, grants: tuple[str, ...], personal: bool | None
+    ) -> Principal:
         subject = f"{handle}-{uuid.uuid4().hex[:10]}"
         pid = operator.ensure_principal(self.world.owner, kind, subject, handle)  # type: ignore[arg-type]
         operator.set_membership(self.world.owner, self.id, pid, grants, personal_namespace=personal)
@@ -56,15 +69,22 @@ class Workspace:
     def register(self, context_key: str, *members: Principal) -> None:
         operator.register_context(self.world.owner, self.id, context_key, [m.id for m in members])
 
-    def caller(self, who: Principal, context: str = "workspace", scopes: list[str] | None = None) -> Caller:
+    def caller(
+        self, who: Principal, context: str = "workspace", scopes: list[str] | None = None
+    ) -> Caller:
         membership = resolve_caller(
-            self.world.store.db, workspace=self.slug, subject=who.subject,
-            scopes=ALL_SCOPES if scopes is None else scopes, context=parse_context(context),
+            self.world.store.db,
+            workspace=self.slug,
+            subject=who.subject,
+            scopes=ALL_SCOPES if scopes is None else scopes,
+            context=parse_context(context),
         )
         assert membership is not None, "not a member"
         return membership.caller
 
-    def agent(self, who: Principal, context: str = "workspace", scopes: list[str] | None = None) -> Agent:
+    def agent(
+        self, who: Principal, context: str = "workspace", scopes: list[str] | None = None
+    ) -> Agent:
         return Agent(self.world.store, self.caller(who, context, scopes))
 
 

@@ -104,10 +104,23 @@ class EmbeddedPostgres:
         self._chown(pwfile)
         try:
             result = subprocess.run(
-                [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
-                 "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--no-locale",
-                 "--no-instructions"],
-                capture_output=True, text=True, check=False, **self._user_kwargs(),  # type: ignore[call-overload]
+                [
+                    str(bin_dir / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=scram-sha-256",
+                    f"--pwfile={pwfile}",
+                    "-E",
+                    "UTF8",
+                    "--no-locale",
+                    "--no-instructions",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                **self._user_kwargs(),  # type: ignore[call-overload]
             )
         finally:
             pwfile.unlink(missing_ok=True)
@@ -134,7 +147,10 @@ class EmbeddedPostgres:
             args += ["-c", f"{name}={value}"]
         log = (self.root / "server.log").open("ab")
         self.process = subprocess.Popen(  # type: ignore[call-overload]
-            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             **self._user_kwargs(),
         )
         deadline = time.monotonic() + timeout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from memory_server.errors import ToolError
 
 
@@ -16,12 +15,18 @@ def error_of(call, **kwargs) -> ToolError:  # type: ignore[no-untyped-def]
 def test_write_read_replace_and_history(world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
     alice = ws.agent(ws.person("alice"))
-    created = alice.write(uri="memory://workspace/memories/deploy.md",
-                          content="# Deploys\nFridays are frozen.", expected_revision=0,
-                          source="test")
+    created = alice.write(
+        uri="memory://workspace/memories/deploy.md",
+        content="# Deploys\nFridays are frozen.",
+        expected_revision=0,
+        source="test",
+    )
     assert created["revision"] == 1 and created["context"] == "workspace"
-    replaced = alice.write(uri="memory://workspace/memories/deploy.md",
-                           content="# Deploys\nThursdays too.", expected_revision=1)
+    replaced = alice.write(
+        uri="memory://workspace/memories/deploy.md",
+        content="# Deploys\nThursdays too.",
+        expected_revision=1,
+    )
     assert replaced["revision"] == 2 and replaced["id"] == created["id"]
 
     read = alice.read(uri="memory://workspace/memories/deploy.md", history=True)
@@ -69,7 +74,9 @@ def test_list_pages_with_bound_cursors(world) -> None:  # type: ignore[no-untype
     alice_p, bob_p = ws.person("alice"), ws.person("bob")
     alice, bob = ws.agent(alice_p), ws.agent(bob_p)
     for i in range(7):
-        alice.write(uri=f"memory://workspace/notes/n{i}.md", content=f"note {i}", expected_revision=0)
+        alice.write(
+            uri=f"memory://workspace/notes/n{i}.md", content=f"note {i}", expected_revision=0
+        )
     alice.write(uri="memory://me/notes/private.md", content="mine", expected_revision=0)
     seen, cursor = [], None
     while True:
@@ -82,7 +89,10 @@ def test_list_pages_with_bound_cursors(world) -> None:  # type: ignore[no-untype
             break
         # Another caller cannot use it; neither can the same caller from another context.
         assert error_of(bob.list, limit=3, cursor=cursor).code == "invalid_argument"
-        assert error_of(ws.agent(alice_p, "channel:eng").list, limit=3, cursor=cursor).code == "invalid_argument"
+        assert (
+            error_of(ws.agent(alice_p, "channel:eng").list, limit=3, cursor=cursor).code
+            == "invalid_argument"
+        )
     assert len(seen) == 8 and len(set(seen)) == 8
     assert "memory://me/notes/private.md" in seen
     only = alice.list(prefix="memory://workspace/notes/")
@@ -95,15 +105,24 @@ def test_move_keeps_id_and_refuses_taken_paths(world) -> None:  # type: ignore[n
     alice = ws.agent(ws.person("alice"))
     a = alice.write(uri="memory://workspace/notes/a.md", content="a", expected_revision=0)
     alice.write(uri="memory://workspace/notes/b.md", content="b", expected_revision=0)
-    err = error_of(alice.move, uri="memory://workspace/notes/a.md",
-                   new_uri="memory://workspace/notes/b.md", expected_revision=1)
+    err = error_of(
+        alice.move,
+        uri="memory://workspace/notes/a.md",
+        new_uri="memory://workspace/notes/b.md",
+        expected_revision=1,
+    )
     assert err.code == "already_exists"
-    moved = alice.move(uri="memory://workspace/notes/a.md",
-                       new_uri="memory://workspace/notes/c.md", expected_revision=1)
+    moved = alice.move(
+        uri="memory://workspace/notes/a.md",
+        new_uri="memory://workspace/notes/c.md",
+        expected_revision=1,
+    )
     assert moved == {"uri": "memory://workspace/notes/c.md", "id": a["id"], "revision": 2}
     assert error_of(alice.read, uri="memory://workspace/notes/a.md").code == "not_found"
     history = alice.read(uri="memory://workspace/notes/c.md", history=True)["history"]
-    assert history[0]["operation"] == "move" and history[1]["uri"] == "memory://workspace/notes/a.md"
+    assert (
+        history[0]["operation"] == "move" and history[1]["uri"] == "memory://workspace/notes/a.md"
+    )
 
 
 def test_delete_purges_bodies_and_keeps_who_and_when(world, owner) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +130,10 @@ def test_delete_purges_bodies_and_keeps_who_and_when(world, owner) -> None:  # t
     alice = ws.agent(ws.person("alice"))
     a = alice.write(uri="memory://workspace/notes/a.md", content="secret v1", expected_revision=0)
     alice.write(uri="memory://workspace/notes/a.md", content="secret v2", expected_revision=1)
-    assert error_of(alice.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code == "revision_conflict"
+    assert (
+        error_of(alice.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code
+        == "revision_conflict"
+    )
     gone = alice.delete(uri="memory://workspace/notes/a.md", expected_revision=2)
     assert gone == {"uri": "memory://workspace/notes/a.md", "id": a["id"], "deleted_revision": 2}
     assert error_of(alice.read, uri=f"memory://record/{a['id']}/revisions/1").code == "not_found"
@@ -119,9 +141,18 @@ def test_delete_purges_bodies_and_keeps_who_and_when(world, owner) -> None:  # t
         "SELECT revision, operation, body, title FROM memory.revisions WHERE memory_id = %s ORDER BY revision",
         (a["id"],),
     ).fetchall()
-    assert rows == [(1, "create", None, None), (2, "replace", None, None), (3, "delete", None, None)]
-    assert owner.execute("SELECT count(*) FROM memory.search_documents WHERE memory_id = %s", (a["id"],)).fetchone() == (0,)
-    audit = owner.execute("SELECT operation, revision FROM memory.audit_outbox WHERE memory_id = %s ORDER BY id", (a["id"],)).fetchall()
+    assert rows == [
+        (1, "create", None, None),
+        (2, "replace", None, None),
+        (3, "delete", None, None),
+    ]
+    assert owner.execute(
+        "SELECT count(*) FROM memory.search_documents WHERE memory_id = %s", (a["id"],)
+    ).fetchone() == (0,)
+    audit = owner.execute(
+        "SELECT operation, revision FROM memory.audit_outbox WHERE memory_id = %s ORDER BY id",
+        (a["id"],),
+    ).fetchall()
     assert audit == [("create", 1), ("replace", 2), ("delete", 3)]
 
 
@@ -132,11 +163,40 @@ def test_grants_are_enforced_by_the_operations(world) -> None:  # type: ignore[n
     reader = ws.agent(ws.service("ci-bot", ("read",)))
     readonly_alice = ws.agent(alice.caller and ws.person("alice2"), scopes=["memory/read"])
     for agent in (reader, readonly_alice):
-        assert error_of(agent.write, uri="memory://workspace/notes/a.md", content="x", expected_revision=1).code == "permission_denied"
-        assert error_of(agent.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code == "permission_denied"
-        assert error_of(agent.move, uri=f"memory://record/{made['id']}", new_uri="memory://workspace/notes/z.md", expected_revision=1).code == "permission_denied"
-        assert error_of(agent.remember, uri="memory://workspace/notes/a.md", fact="x", idempotency_key="k-12345678").code == "permission_denied"
-        assert error_of(agent.write, uri="memory://workspace/notes/new.md", content="x", expected_revision=0).code == "permission_denied"
+        assert (
+            error_of(
+                agent.write, uri="memory://workspace/notes/a.md", content="x", expected_revision=1
+            ).code
+            == "permission_denied"
+        )
+        assert (
+            error_of(agent.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code
+            == "permission_denied"
+        )
+        assert (
+            error_of(
+                agent.move,
+                uri=f"memory://record/{made['id']}",
+                new_uri="memory://workspace/notes/z.md",
+                expected_revision=1,
+            ).code
+            == "permission_denied"
+        )
+        assert (
+            error_of(
+                agent.remember,
+                uri="memory://workspace/notes/a.md",
+                fact="x",
+                idempotency_key="k-12345678",
+            ).code
+            == "permission_denied"
+        )
+        assert (
+            error_of(
+                agent.write, uri="memory://workspace/notes/new.md", content="x", expected_revision=0
+            ).code
+            == "permission_denied"
+        )
     # A service has no personal namespace unless assigned one.
     assert error_of(reader.read, uri="memory://me/notes/a.md").code == "not_found"
     assert alice.read(uri="memory://workspace/notes/a.md")["revision"] == 1
@@ -157,13 +217,46 @@ def test_bad_input_names_the_rule(world) -> None:  # type: ignore[no-untyped-def
     for uri, rule in cases.items():
         err = error_of(alice.write, uri=uri, content="x", expected_revision=0)
         assert err.code == "invalid_argument" and rule in err.message, (uri, err.message)
-    assert error_of(alice.write, uri="memory://me/notes/a.md", content="x" * 70000, expected_revision=0).code in ("invalid_argument", "too_large")
-    assert error_of(alice.write, uri="memory://me/notes/a.md", content="é" * 40000, expected_revision=0).code == "too_large"
-    assert error_of(alice.write, uri="memory://me/notes/a.md", content="a\x00b", expected_revision=0).code == "invalid_argument"
-    assert error_of(alice.write, uri="memory://me/notes/a.md", content="x", expected_revision=0, owner="bob").code == "invalid_argument"
-    assert error_of(alice.write, uri="memory://me/notes/a.md", content="x", expected_revision="0").code == "invalid_argument"
-    assert error_of(alice.write, uri="memory://workspace/skills/tool/SKILL.md", content="no front matter", expected_revision=0).code == "invalid_argument"
+    assert error_of(
+        alice.write, uri="memory://me/notes/a.md", content="x" * 70000, expected_revision=0
+    ).code in ("invalid_argument", "too_large")
+    assert (
+        error_of(
+            alice.write, uri="memory://me/notes/a.md", content="é" * 40000, expected_revision=0
+        ).code
+        == "too_large"
+    )
+    assert (
+        error_of(
+            alice.write, uri="memory://me/notes/a.md", content="a\x00b", expected_revision=0
+        ).code
+        == "invalid_argument"
+    )
+    assert (
+        error_of(
+            alice.write, uri="memory://me/notes/a.md", content="x", expected_revision=0, owner="bob"
+        ).code
+        == "invalid_argument"
+    )
+    assert (
+        error_of(alice.write, uri="memory://me/notes/a.md", content="x", expected_revision="0").code
+        == "invalid_argument"
+    )
+    assert (
+        error_of(
+            alice.write,
+            uri="memory://workspace/skills/tool/SKILL.md",
+            content="no front matter",
+            expected_revision=0,
+        ).code
+        == "invalid_argument"
+    )
     skill = "---\nname: tool\ndescription: Does a thing\n---\nSteps."
-    assert alice.write(uri="memory://workspace/skills/tool/SKILL.md", content=skill, expected_revision=0)["revision"] == 1
+    assert (
+        alice.write(
+            uri="memory://workspace/skills/tool/SKILL.md", content=skill, expected_revision=0
+        )["revision"]
+        == 1
+    )
     assert alice.read(uri="memory://workspace/skills/tool/SKILL.md")["title"] == "tool"
     assert alice.list(prefix="memory://me/")["items"] == []

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import ToolError, invalid
+from .errors import invalid
 
 Namespace = Literal["me", "workspace"]
 Kind = Literal["memories", "skills", "notes"]
@@ -114,7 +114,7 @@ def parse_path(path: str, *, what: str = "path") -> str:
     if not isinstance(path, str) or path == "":
         raise invalid(f"{what} must be a non-empty string")
     if path.startswith("/") or path.endswith("/"):
-        raise invalid(f"{what} may not start or end with '/'")
+        raise invalid(f"{what} may not start or end with '/' (an empty segment)")
     if unicodedata.normalize("NFC", path) != path:
         raise invalid(f"{what} must be in Unicode NFC form")
     if len(path.encode("utf-8")) > MAX_PATH_BYTES:
@@ -154,7 +154,9 @@ def parse_address(uri: object, *, what: str = "uri") -> Address:
             if not _REVISION_RE.match(parts[2]):
                 raise invalid(f"{what} revision must be a positive integer without leading zeros")
             return RevisionAddress(_parse_uuid(parts[0], what=what), int(parts[2]))
-        raise invalid(f"{what} must be memory://record/{{id}} or memory://record/{{id}}/revisions/{{n}}")
+        raise invalid(
+            f"{what} must be memory://record/{{id}} or memory://record/{{id}}/revisions/{{n}}"
+        )
     if head not in NAMESPACES:
         raise invalid(f"{what} namespace must be one of: me, workspace, record")
     kind, _, path = tail.partition("/")
@@ -163,7 +165,7 @@ def parse_address(uri: object, *, what: str = "uri") -> Address:
     parse_path(path, what=f"{what} path")
     if kind == "skills" and "/" not in path:
         raise invalid(f"{what}: skills live in a folder, as skills/{{name}}/SKILL.md")
-    return RecordAddress(head, kind, path)  # type: ignore[arg-type]
+    return RecordAddress(head, kind, path)
 
 
 def parse_record_address(uri: object, *, what: str = "uri") -> RecordAddress | IdAddress:
@@ -192,7 +194,7 @@ def parse_prefix(prefix: object) -> Prefix:
     if namespace not in NAMESPACES:
         raise invalid("prefix namespace must be me or workspace")
     if len(parts) == 1:
-        return Prefix(namespace)  # type: ignore[arg-type]
+        return Prefix(namespace)
     kind = parts[1]
     if kind not in KINDS:
         raise invalid("prefix kind must be one of: memories, skills, notes")
@@ -204,5 +206,4 @@ def parse_prefix(prefix: object) -> Prefix:
     folder = "/".join(folder_segments)
     if unicodedata.normalize("NFC", folder) != folder:
         raise invalid("prefix must be in Unicode NFC form")
-    return Prefix(namespace, kind, folder + "/" if folder else "")  # type: ignore[arg-type]
-
+    return Prefix(namespace, kind, folder + "/" if folder else "")

@@ -27,7 +27,7 @@ ResponseSizer = Callable[[dict[str, Any]], int]
 
 
 def utf8_prefix(text: str, max_bytes: int) -> tuple[str, bool]:
-    """The longest prefix of ``text`` that fits ``max_bytes`` UTF-8 bytes, and whether it was cut."""
+    """The longest prefix of ``text`` within ``max_bytes`` UTF-8 bytes, and whether it was cut."""
     encoded = text.encode("utf-8")
     if len(encoded) <= max_bytes:
         return text, False
@@ -102,9 +102,7 @@ def fit_search_hits(
     count = min(len(hits), SEARCH_MAX_HITS)
 
     def build(n: int, cap: int, truncated: bool) -> dict[str, Any]:
-        chosen = [
-            {**hits[i], "excerpt": utf8_prefix(base[i], cap)[0]} for i in range(n)
-        ]
+        chosen = [{**hits[i], "excerpt": utf8_prefix(base[i], cap)[0]} for i in range(n)]
         return make_result(chosen, truncated)
 
     result = build(count, SEARCH_EXCERPT_BYTES, count < len(hits))

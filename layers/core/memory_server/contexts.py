@@ -93,7 +93,9 @@ def parse_context(value: str | None) -> ListeningContext:
         return ListeningContext(value, "thread", channel=channel, thread=thread)
     if value.startswith("dm:"):
         return ListeningContext(value, "dm", dm=_decode_id(value[len("dm:") :], what="dm"))
-    raise invalid("context must be empty, 'workspace', channel:{id}, channel:{id}/thread:{id} or dm:{id}")
+    raise invalid(
+        "context must be empty, 'workspace', channel:{id}, channel:{id}/thread:{id} or dm:{id}"
+    )
 
 
 def parse_target_context(value: str | None, listening: ListeningContext) -> str:

@@ -34,5 +34,5 @@ def write_grant(namespace: str) -> Grant:
 
 
 def sorted_grants(grants: Iterable[str]) -> list[str]:
-    order = {g: i for i, g in enumerate(ALL_GRANTS)}
+    order: dict[str, int] = {g: i for i, g in enumerate(ALL_GRANTS)}
     return sorted(set(grants), key=lambda g: order.get(g, len(order)))

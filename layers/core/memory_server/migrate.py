@@ -97,7 +97,9 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
             " name text PRIMARY KEY, checksum text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        done = dict(owner.execute("SELECT name, checksum FROM schema_migrations").fetchall())
+        done: dict[str, str] = dict(
+            owner.execute("SELECT name, checksum FROM schema_migrations").fetchall()
+        )
         for migration in migrations:
             if migration.name in done:
                 if done[migration.name] != migration.checksum:

@@ -45,12 +45,14 @@ class ReadArgs(_Args):
     history: bool = False
 
 
+def _default_kinds() -> list[KindName]:
+    return ["memories", "notes"]  # skills only when asked
+
+
 class SearchArgs(_Args):
     query: str = Field(min_length=1, max_length=512)
     namespace: Literal["personal", "workspace", "all"] = "all"
-    kinds: list[KindName] = Field(
-        default_factory=lambda: ["memories", "notes"], min_length=1, max_length=3
-    )
+    kinds: list[KindName] = Field(default_factory=_default_kinds, min_length=1, max_length=3)
     limit: int = Field(8, ge=1, le=8)
 
 

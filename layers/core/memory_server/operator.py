@@ -16,7 +16,9 @@ from .errors import invalid
 from .grants import ALL_GRANTS, sorted_grants
 
 
-def create_workspace(owner: psycopg.Connection, slug: str, *, memory_enabled: bool = False) -> uuid.UUID:
+def create_workspace(
+    owner: psycopg.Connection, slug: str, *, memory_enabled: bool = False
+) -> uuid.UUID:
     row = owner.execute(
         "INSERT INTO memory.workspaces (slug, memory_enabled) VALUES (%s, %s) "
         "ON CONFLICT (slug) DO UPDATE SET slug = EXCLUDED.slug RETURNING id",

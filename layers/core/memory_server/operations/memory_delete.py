@@ -27,8 +27,12 @@ def memory_delete(
         uri = uri_of(caller, current)
         row = conn.execute(
             query("delete_record"),
-            {**view(caller), "id": current["id"], "expected_revision": args.expected_revision,
-             "uri": uri},
+            {
+                **view(caller),
+                "id": current["id"],
+                "expected_revision": args.expected_revision,
+                "uri": uri,
+            },
         ).fetchone()
         if row is None:
             raise conflict_or_gone(conn, caller, current["id"])

@@ -33,9 +33,7 @@ def memory_list(
     after = _START
     if args.cursor is not None:
         after = decode_cursor(store.cursor_secret, args.cursor, binding)
-    owners = (
-        [caller.owner_for(prefix.namespace)] if prefix.namespace else caller.visible_owners()
-    )
+    owners = [caller.owner_for(prefix.namespace)] if prefix.namespace else caller.visible_owners()
     folder = prefix.folder
     params = {
         **view(caller),

@@ -34,9 +34,14 @@ def memory_move(
         check_content(destination, current["body"])
         try:
             row = change(
-                conn, caller, current["id"], destination,
-                expected_revision=args.expected_revision, body=current["body"],
-                source=None, operation="move",
+                conn,
+                caller,
+                current["id"],
+                destination,
+                expected_revision=args.expected_revision,
+                body=current["body"],
+                source=None,
+                operation="move",
             )
         except UniqueViolation:  # the destination was taken concurrently
             raise ToolError("already_exists", "new_uri already resolves to a record") from None

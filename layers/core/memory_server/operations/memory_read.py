@@ -25,9 +25,10 @@ def memory_read(
         if isinstance(address, RevisionAddress):
             row = _revision(conn, caller, address)
         else:
-            row = resolve(conn, caller, address)
-            if row is None:
+            found = resolve(conn, caller, address)
+            if found is None:
                 raise not_found()
+            row = found
         history = _history(conn, caller, row) if args.history else None
 
     content, next_offset = utf8_window(row["body"], args.offset, args.max_bytes)
@@ -76,8 +77,12 @@ def _revision(conn: Connection, caller: Caller, address: RevisionAddress) -> dic
     if row is None:
         raise not_found()
     # A revision's provenance is its own writer and time.
-    return {**row, "created_by": row["writer"], "updated_by": row["writer"],
-            "updated_at": row["created_at"]}
+    return {
+        **row,
+        "created_by": row["writer"],
+        "updated_by": row["writer"],
+        "updated_at": row["created_at"],
+    }
 
 
 def _history(conn: Connection, caller: Caller, row: dict[str, Any]) -> list[dict[str, Any]]:

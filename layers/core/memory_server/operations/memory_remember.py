@@ -22,7 +22,13 @@ from ..db import Connection
 from ..errors import ToolError, invalid
 from ..models import RememberArgs
 from ..records import (
-    MAX_CONTENT_BYTES, change, check_source, check_text, create, resolve, view,
+    MAX_CONTENT_BYTES,
+    change,
+    check_source,
+    check_text,
+    create,
+    resolve,
+    view,
 )
 from ..sql_files import query
 from ..store import Store
@@ -55,8 +61,16 @@ def memory_remember(
     for _ in range(_ATTEMPTS):
         try:
             with store.db.transaction(caller, deadline) as conn:
-                return _remember_once(conn, caller, address, fact, source, target_context,
-                                      args.context is not None, key)
+                return _remember_once(
+                    conn,
+                    caller,
+                    address,
+                    fact,
+                    source,
+                    target_context,
+                    args.context is not None,
+                    key,
+                )
         except _Retry:
             continue
     raise ToolError("unavailable", "the record kept changing concurrently; retry")
@@ -89,19 +103,36 @@ def _remember_once(
     current = resolve(conn, caller, address, contexts=contexts)
     if current is None:
         body = f"- {fact}\n"
-        row = create(conn, caller, address, context_key=target_context, body=body,
-                     source=source, operation="merge")
+        row = create(
+            conn,
+            caller,
+            address,
+            context_key=target_context,
+            body=body,
+            source=source,
+            operation="merge",
+        )
         if row is None:
             raise _Retry()  # another writer created it first: merge into theirs
-        result = {"uri": address.uri, "id": str(row["id"]), "revision": row["revision"],
-                  "merged": True}
+        result = {
+            "uri": address.uri,
+            "id": str(row["id"]),
+            "revision": row["revision"],
+            "merged": True,
+        }
     else:
-        locked = conn.execute(query("lock_record"), {**view(caller), "id": current["id"]}).fetchone()
+        locked = conn.execute(
+            query("lock_record"), {**view(caller), "id": current["id"]}
+        ).fetchone()
         if locked is None:
             raise _Retry()  # deleted or moved away meanwhile
         if _contains_fact(locked["body"], fact):
-            result = {"uri": address.uri, "id": str(current["id"]),
-                      "revision": locked["revision"], "merged": False}
+            result = {
+                "uri": address.uri,
+                "id": str(current["id"]),
+                "revision": locked["revision"],
+                "merged": False,
+            }
         else:
             body = locked["body"]
             if body and not body.endswith("\n"):
@@ -109,13 +140,24 @@ def _remember_once(
             body += f"- {fact}\n"
             check_text(body, what="record after merging the fact", max_bytes=MAX_CONTENT_BYTES)
             try:
-                row = change(conn, caller, current["id"], address,
-                             expected_revision=locked["revision"], body=body, source=source,
-                             operation="merge")
+                row = change(
+                    conn,
+                    caller,
+                    current["id"],
+                    address,
+                    expected_revision=locked["revision"],
+                    body=body,
+                    source=source,
+                    operation="merge",
+                )
             except UniqueViolation:
                 raise _Retry() from None
-            result = {"uri": address.uri, "id": str(row["id"]), "revision": row["revision"],
-                      "merged": True}
+            result = {
+                "uri": address.uri,
+                "id": str(row["id"]),
+                "revision": row["revision"],
+                "merged": True,
+            }
     conn.execute(query("store_idempotency_result"), {**params, "result": Jsonb(result)})
     return {**result, "replayed": False}
 

@@ -65,7 +65,9 @@ def memory_search(
     try:
         assert_in_view(caller, ranked, hits)
     except IntegrityViolation:
-        raise ToolError("unavailable", "search failed an integrity check; nothing was returned") from None
+        raise ToolError(
+            "unavailable", "search failed an integrity check; nothing was returned"
+        ) from None
 
     ordered = [hits[c.id] for c in ranked]
     summaries = [
@@ -97,5 +99,7 @@ def assert_in_view(
         raise IntegrityViolation("ranker returned a duplicate hit")
     for candidate in ranked:
         row = hydrated.get(candidate.id)
-        if row is None or not caller.can_see(row["workspace_id"], row["owner_id"], row["context_key"]):
+        if row is None or not caller.can_see(
+            row["workspace_id"], row["owner_id"], row["context_key"]
+        ):
             raise IntegrityViolation("ranker returned a hit outside the caller's view")

@@ -31,14 +31,23 @@ def memory_write(
             if existing is not None:
                 raise conflict(existing["revision"])
             row = create(
-                conn, caller, address, context_key=target_context, body=body,
-                source=source, operation="create",
+                conn,
+                caller,
+                address,
+                context_key=target_context,
+                body=body,
+                source=source,
+                operation="create",
             )
             if row is None:  # created concurrently
                 existing = resolve(conn, caller, address)
                 raise conflict(existing["revision"] if existing else 1)
-            return {"uri": address.uri, "id": str(row["id"]), "revision": row["revision"],
-                    "context": row["context_key"]}
+            return {
+                "uri": address.uri,
+                "id": str(row["id"]),
+                "revision": row["revision"],
+                "context": row["context_key"],
+            }
 
         contexts = [target_context] if args.context is not None else None
         current = resolve(conn, caller, address, contexts=contexts)
@@ -51,8 +60,18 @@ def memory_write(
         record = RecordAddress(namespace, current["kind"], current["path"])
         body = check_content(record, args.content)
         row = change(
-            conn, caller, current["id"], record, expected_revision=args.expected_revision,
-            body=body, source=source, operation="replace",
+            conn,
+            caller,
+            current["id"],
+            record,
+            expected_revision=args.expected_revision,
+            body=body,
+            source=source,
+            operation="replace",
         )
-        return {"uri": uri_of(caller, current), "id": str(row["id"]),
-                "revision": row["revision"], "context": row["context_key"]}
+        return {
+            "uri": uri_of(caller, current),
+            "id": str(row["id"]),
+            "revision": row["revision"],
+            "context": row["context_key"],
+        }

@@ -1,0 +1,152 @@
+"""Conditional writes and exactly-once merges under real concurrency."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from memory_server.errors import ToolError
+
+
+def race(n: int, fn) -> list[Any]:  # type: ignore[no-untyped-def]
+    """Run ``fn(i)`` on ``n`` threads released together; collect results or ToolErrors."""
+    barrier = threading.Barrier(n)
+
+    def run(i: int) -> Any:
+        barrier.wait()
+        try:
+            return fn(i)
+        except ToolError as exc:
+            return exc
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def history(owner, record_id: str) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    return owner.execute(
+        "SELECT revision, operation FROM memory.revisions WHERE memory_id = %s ORDER BY revision",
+        (record_id,),
+    ).fetchall()
+
+
+@pytest.mark.parametrize("writers", [2, 32])
+def test_one_writer_wins_at_a_revision(world, owner, writers: int) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    made = agent.write(uri="memory://workspace/notes/race.md", content="v1", expected_revision=0)
+    outcomes = race(
+        writers,
+        lambda i: agent.write(
+            uri="memory://workspace/notes/race.md", content=f"writer {i}", expected_revision=1
+        ),
+    )
+    wins = [o for o in outcomes if isinstance(o, dict)]
+    losses = [o for o in outcomes if isinstance(o, ToolError)]
+    assert len(wins) == 1 and wins[0]["revision"] == 2
+    assert len(losses) == writers - 1
+    assert {(e.code, e.details.get("current_revision")) for e in losses} == {
+        ("revision_conflict", 2)
+    }
+    winner = outcomes.index(wins[0])
+    assert agent.read(uri="memory://workspace/notes/race.md")["content"] == f"writer {winner}"
+    assert history(owner, made["id"]) == [(1, "create"), (2, "replace")]
+    audit = owner.execute(
+        "SELECT count(*) FROM memory.audit_outbox WHERE memory_id = %s", (made["id"],)
+    ).fetchone()
+    assert audit == (2,)
+
+
+def test_concurrent_creates_make_one_record(world) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    outcomes = race(
+        16,
+        lambda i: agent.write(
+            uri="memory://workspace/notes/new.md", content=f"{i}", expected_revision=0
+        ),
+    )
+    assert sum(isinstance(o, dict) for o in outcomes) == 1
+    assert {o.code for o in outcomes if isinstance(o, ToolError)} == {"revision_conflict"}
+
+
+def test_sequential_chain_has_no_lost_update(world, owner) -> None:  # type: ignore[no-untyped-def]
+    """32 writers that each retry on conflict: every write lands exactly once, in order."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    made = agent.write(uri="memory://workspace/notes/log.md", content="", expected_revision=0)
+
+    def append(i: int) -> int:
+        while True:
+            current = agent.read(uri="memory://workspace/notes/log.md")
+            try:
+                return agent.write(
+                    uri="memory://workspace/notes/log.md",
+                    content=current["content"] + f"[{i}]",
+                    expected_revision=current["revision"],
+                )["revision"]
+            except ToolError as exc:
+                assert exc.code == "revision_conflict"
+
+    revisions = race(32, append)
+    assert sorted(revisions) == list(range(2, 34))
+    final = agent.read(uri="memory://workspace/notes/log.md")["content"]
+    assert sorted(Counter(final.replace("]", "] ").split()).values()) == [1] * 32
+    assert [r for r, _ in history(owner, made["id"])] == list(range(1, 34))
+
+
+def test_remember_is_exactly_once(world, owner) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    args = {
+        "uri": "memory://me/memories/prefs.md",
+        "fact": "prefers dark mode",
+        "idempotency_key": "retry-key-0001",
+        "source": "chat",
+    }
+    outcomes = race(50, lambda i: agent.remember(**args))
+    errors = [o for o in outcomes if isinstance(o, ToolError)]
+    assert all(e.code == "unavailable" for e in errors)  # allowed for in-flight duplicates
+    results = [o for o in outcomes if isinstance(o, dict)]
+    assert sum(not r["replayed"] for r in results) == 1
+    first = next(r for r in results if not r["replayed"])
+    assert first["merged"] is True and first["revision"] == 1
+    for _ in range(50):  # sequential retries after a "lost response"
+        again = agent.remember(**args)
+        assert again == {**first, "replayed": True}
+    assert history(owner, first["id"]) == [(1, "merge")]
+    assert agent.read(uri=args["uri"])["content"] == "- prefers dark mode\n"
+
+    with pytest.raises(ToolError) as caught:
+        agent.remember(**{**args, "fact": "prefers light mode"})
+    assert caught.value.code == "idempotency_key_reused"
+    with pytest.raises(ToolError) as caught:
+        agent.remember(**{**args, "source": "another source"})
+    assert caught.value.code == "idempotency_key_reused"
+
+    # A new key with a fact already present: no new revision.
+    same = agent.remember(**{**args, "idempotency_key": "retry-key-0002"})
+    assert same["merged"] is False and same["revision"] == 1
+    added = agent.remember(**{**args, "idempotency_key": "retry-key-0003", "fact": "uses vim"})
+    assert added["merged"] is True and added["revision"] == 2
+    assert agent.read(uri=args["uri"])["content"] == "- prefers dark mode\n- uses vim\n"
+
+
+def test_concurrent_remembers_with_different_keys_all_merge(world, owner) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    outcomes = race(
+        24,
+        lambda i: agent.remember(
+            uri="memory://workspace/memories/team.md",
+            fact=f"fact number {i}",
+            idempotency_key=f"key-{i:08d}",
+        ),
+    )
+    assert all(isinstance(o, dict) and o["merged"] for o in outcomes), outcomes
+    assert sorted(o["revision"] for o in outcomes) == list(range(1, 25))
+    content = agent.read(uri="memory://workspace/memories/team.md")["content"]
+    assert sorted(content.splitlines()) == sorted(f"- fact number {i}" for i in range(24))

@@ -1,0 +1,177 @@
+"""The database's own wall: raw SQL as the runtime role, with no application code."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from memory_server.caller import Deadline
+from memory_server.db import request_settings
+
+TENANT_TABLES = [
+    "workspaces",
+    "principals",
+    "memberships",
+    "contexts",
+    "context_members",
+    "memories",
+    "revisions",
+    "idempotency_keys",
+    "audit_outbox",
+]
+
+
+def runtime(cluster, autocommit: bool = False) -> psycopg.Connection:  # type: ignore[no-untyped-def]
+    return psycopg.connect(cluster.runtime_url, autocommit=autocommit)
+
+
+def set_as(conn: psycopg.Connection, caller) -> None:  # type: ignore[no-untyped-def]
+    conn.execute(
+        "SELECT set_config('app.workspace_id', %(workspace_id)s, true),"
+        " set_config('app.principal_id', %(principal_id)s, true),"
+        " set_config('app.grants', %(grants)s, true),"
+        " set_config('app.contexts', %(contexts)s, true),"
+        " set_config('app.personal', %(personal)s, true)",
+        request_settings(caller, Deadline().remaining_ms()),
+    )
+
+
+@pytest.fixture
+def two_tenants(world):  # type: ignore[no-untyped-def]
+    a, b = world.workspace(), world.workspace()
+    alice, bob = a.person("alice"), b.person("bob")
+    agent_a, agent_b = a.agent(alice), b.agent(bob)
+    for agent in (agent_a, agent_b):
+        agent.write(
+            uri="memory://workspace/notes/shared.md", content="team fact", expected_revision=0
+        )
+        agent.write(uri="memory://me/notes/mine.md", content="private fact", expected_revision=0)
+        agent.remember(
+            uri="memory://me/notes/facts.md", fact="likes tea", idempotency_key="key-00000001"
+        )
+    return agent_a, agent_b
+
+
+def test_runtime_role_is_not_privileged(cluster) -> None:  # type: ignore[no-untyped-def]
+    with runtime(cluster) as conn:
+        row = conn.execute(
+            "SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        assert row == (False, False, False, False)
+        owned = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'memory' AND pg_get_userbyid(c.relowner) = current_user"
+        ).fetchone()
+        assert owned == (0,)
+        member_of_owner = conn.execute(
+            "SELECT pg_has_role(current_user, 'memory_owner', 'MEMBER')"
+        ).fetchone()
+        assert member_of_owner == (False,)
+
+
+def test_every_tenant_table_forces_rls_and_the_rest_are_unreachable(cluster) -> None:  # type: ignore[no-untyped-def]
+    with runtime(cluster) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
+            " has_table_privilege(current_user, c.oid, 'SELECT,INSERT,UPDATE,DELETE') "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'memory' AND c.relkind = 'r'"
+        ).fetchall()
+        policies = conn.execute(
+            "SELECT tablename, cmd FROM pg_policies WHERE schemaname = 'memory' AND 'memory_runtime' = ANY (roles)"
+        ).fetchall()
+    tables = {name: (rls, force, reachable) for name, rls, force, reachable in rows}
+    for name in TENANT_TABLES:
+        assert tables.pop(name)[:2] == (True, True), name
+        commands = {cmd for table, cmd in policies if table == name}
+        assert commands == {"SELECT", "INSERT", "UPDATE", "DELETE"} or commands == {"ALL"}, (
+            name,
+            commands,
+        )
+    # What is left (search index, migration log) the runtime role cannot touch at all.
+    assert set(tables) == {"search_documents", "schema_migrations"}
+    assert all(reachable is False for _, _, reachable in tables.values())
+    with runtime(cluster) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("SELECT count(*) FROM memory.search_documents")
+
+
+def test_no_settings_sees_nothing(cluster, two_tenants) -> None:  # type: ignore[no-untyped-def]
+    with runtime(cluster, autocommit=True) as conn:
+        for table in TENANT_TABLES:
+            assert conn.execute(f"SELECT count(*) FROM memory.{table}").fetchone() == (0,), table
+        # A transaction that set them and ended leaves nothing behind either.
+        with conn.transaction():
+            set_as(conn, two_tenants[0].caller)
+            assert conn.execute("SELECT count(*) FROM memory.memories").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM memory.memories").fetchone() == (0,)
+
+
+def test_workspace_a_settings_see_and_change_nothing_of_b(cluster, two_tenants) -> None:  # type: ignore[no-untyped-def]
+    agent_a, agent_b = two_tenants
+    b_id = agent_b.caller.workspace_id
+    with runtime(cluster) as conn:
+        set_as(conn, agent_a.caller)
+        for table in TENANT_TABLES:
+            column = "id" if table == "workspaces" else "workspace_id"
+            if table == "principals":
+                continue
+            seen = conn.execute(
+                f"SELECT count(*) FROM memory.{table} WHERE {column} = %s", (b_id,)
+            ).fetchone()
+            assert seen == (0,), table
+        assert conn.execute(
+            "SELECT count(*) FROM memory.principals WHERE id = %s", (agent_b.caller.principal_id,)
+        ).fetchone() == (0,)
+        assert (
+            conn.execute(
+                "UPDATE memory.memories SET body = 'x' WHERE workspace_id = %s", (b_id,)
+            ).rowcount
+            == 0
+        )
+        assert (
+            conn.execute("DELETE FROM memory.memories WHERE workspace_id = %s", (b_id,)).rowcount
+            == 0
+        )
+        assert (
+            conn.execute(
+                "UPDATE memory.audit_outbox SET published_at = now() WHERE workspace_id = %s",
+                (b_id,),
+            ).rowcount
+            == 0
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # RLS WITH CHECK violation
+            conn.execute(
+                "INSERT INTO memory.memories (workspace_id, owner_id, context_key, kind, path, title, body,"
+                " revision, created_by, updated_by) VALUES (%s, '00000000-0000-0000-0000-000000000000',"
+                " 'workspace', 'notes', 'planted.md', 't', 'b', 1, %s, %s)",
+                (b_id, agent_a.caller.principal_id, agent_a.caller.principal_id),
+            )
+        conn.rollback()
+        # Within A, only A's shared records and alice's own personal ones are visible.
+        set_as(conn, agent_a.caller)
+        owners = {r[0] for r in conn.execute("SELECT owner_id FROM memory.memories").fetchall()}
+        assert owners <= {agent_a.caller.principal_id, *agent_a.caller.visible_owners()}
+    with psycopg.connect(cluster.owner_url) as owner:
+        bodies = owner.execute(
+            "SELECT body FROM memory.memories WHERE workspace_id = %s", (b_id,)
+        ).fetchall()
+    assert sorted(b for (b,) in bodies) == ["- likes tea\n", "private fact", "team fact"]
+
+
+def test_rls_alone_hides_other_members_personal_records(cluster, world) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    alice, bob = ws.agent(ws.person("alice")), ws.agent(ws.person("bob"))
+    alice.write(uri="memory://me/notes/diary.md", content="alice only", expected_revision=0)
+    with runtime(cluster) as conn:
+        set_as(conn, bob.caller)
+        assert conn.execute(
+            "SELECT count(*) FROM memory.memories WHERE body = 'alice only'"
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM memory.revisions WHERE body = 'alice only'"
+        ).fetchone() == (0,)
+        assert (
+            conn.execute(
+                "UPDATE memory.memories SET body = 'bob was here' WHERE body = 'alice only'"
+            ).rowcount
+            == 0
+        )

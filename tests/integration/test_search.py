@@ -1,0 +1,143 @@
+"""Search: ranked, in view, within budget, and never silently empty on failure."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import psycopg
+import pytest
+from memory_server.budget import RESPONSE_MAX_BYTES, jsonrpc_tool_result_size
+from memory_server.caller import Deadline
+from memory_server.errors import ToolError
+from memory_server.models import SearchArgs
+from memory_server.operations import memory_search
+from memory_server.ranking import Candidate, DeterministicRanker
+from memory_server.store import Store
+
+
+def test_title_matches_rank_above_body_matches(world) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    body = agent.write(
+        uri="memory://workspace/notes/b.md",
+        content="# Other\nthe kestrel flew",
+        expected_revision=0,
+    )
+    title = agent.write(
+        uri="memory://workspace/notes/t.md", content="# Kestrel\nbirds", expected_revision=0
+    )
+    agent.write(
+        uri="memory://workspace/notes/c.md", content="# Unrelated\nnothing", expected_revision=0
+    )
+    hits = agent.search(query="kestrel")["hits"]
+    assert [h["id"] for h in hits] == [title["id"], body["id"]]
+    assert hits[0]["score"] >= hits[1]["score"] and "kestrel" in hits[1]["excerpt"]
+    assert agent.search(query="kestrel", namespace="personal")["hits"] == []
+    # Skills only when asked.
+    skill = agent.write(
+        uri="memory://workspace/skills/kestrel/SKILL.md",
+        content="---\nname: kestrel\ndescription: watch kestrel\n---\n",
+        expected_revision=0,
+    )
+    assert skill["id"] not in {h["id"] for h in agent.search(query="kestrel")["hits"]}
+    assert skill["id"] in {h["id"] for h in agent.search(query="kestrel", kinds=["skills"])["hits"]}
+
+
+@pytest.mark.parametrize("unit", ["日本語のテキスト", "🙂🚀✨", "ascii words here", 'é"\\<>'])
+def test_budget_holds_with_multibyte_text(world, unit: str) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    for i in range(20):
+        long_name = f"budget{i:02d}" + "x" * 40
+        content = f"# {unit * 20} meerkat {long_name}\n" + (f"meerkat {unit} " * 400)[:60000]
+        agent.write(
+            uri=f"memory://workspace/memories/deep/er/{long_name}.md",
+            content=content,
+            expected_revision=0,
+        )
+    result = agent.search(query="meerkat")
+    assert 1 <= len(result["hits"]) <= 8
+    assert result["truncated"] is True
+    assert jsonrpc_tool_result_size(result) <= RESPONSE_MAX_BYTES
+    for hit in result["hits"]:
+        encoded = hit["excerpt"].encode("utf-8")  # would raise on a broken character
+        assert len(encoded) <= 500
+        assert len(hit["title"].encode("utf-8")) <= 200
+    # Also exact under the unescaped encoding an SDK might send.
+    raw = json.dumps(result, ensure_ascii=False).encode()
+    assert len(raw) <= RESPONSE_MAX_BYTES
+
+
+def test_small_results_are_not_truncated(world) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    agent.write(
+        uri="memory://workspace/notes/a.md", content="the wombat sleeps", expected_revision=0
+    )
+    result = agent.search(query="wombat")
+    assert result["truncated"] is False and len(result["hits"]) == 1
+    assert result["trust"] == "recorded-data"
+    assert agent.search(query="zzzzunmatched")["hits"] == []
+    # tsquery metacharacters are data, not syntax.
+    for query in ("wombat & !", "'; DROP TABLE memory.memories; --", "a:* | b <-> c", "\\"):
+        agent.search(query=query)
+
+
+def test_a_statement_timeout_is_an_error_not_an_empty_result(world, cluster) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    agent.write(uri="memory://workspace/notes/a.md", content="the narwhal", expected_revision=0)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with psycopg.connect(cluster.owner_url) as conn:
+            conn.execute("LOCK TABLE memory.search_documents IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        locked.wait(10)
+        with pytest.raises(ToolError) as caught:
+            memory_search(
+                agent.store, agent.caller, SearchArgs(query="narwhal"), Deadline.after(0.3)
+            )
+        assert caught.value.code == "timeout"
+    finally:
+        release.set()
+        holder.join()
+    assert len(agent.search(query="narwhal")["hits"]) == 1
+    with pytest.raises(ToolError) as caught:
+        memory_search(agent.store, agent.caller, SearchArgs(query="narwhal"), Deadline.after(-1))
+    assert caught.value.code == "timeout"
+
+
+class InjectingRanker(DeterministicRanker):
+    """A compromised ranker that slips in a record from outside the caller's view."""
+
+    def __init__(self, planted: str) -> None:
+        self.planted = planted
+
+    def rank(self, query, candidates, limit):  # type: ignore[no-untyped-def]
+        return [
+            Candidate(__import__("uuid").UUID(self.planted), 99.0),
+            *super().rank(query, candidates, limit - 1),
+        ]
+
+
+def test_a_compromised_ranker_fails_the_request(world, store) -> None:  # type: ignore[no-untyped-def]
+    ws, other = world.workspace(), world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    bob = ws.agent(ws.person("bob"))
+    foreign = other.agent(other.person("mallory")).write(
+        uri="memory://workspace/notes/x.md", content="stolen aardvark", expected_revision=0
+    )
+    personal = bob.write(uri="memory://me/notes/x.md", content="bob aardvark", expected_revision=0)
+    agent.write(uri="memory://workspace/notes/y.md", content="aardvark", expected_revision=0)
+    for planted in (foreign["id"], personal["id"]):
+        evil = Store(store.db, store.cursor_secret, ranker=InjectingRanker(planted))
+        with pytest.raises(ToolError) as caught:
+            memory_search(evil, agent.caller, SearchArgs(query="aardvark"))
+        assert caught.value.code == "unavailable" and "integrity" in caught.value.message
