@@ -29,6 +29,7 @@ class Cluster:
     admin_url: str
     owner_url: str
     runtime_url: str
+    auditor_url: str
 
 
 def _with_credentials(url: str, user: str, password: str, database: str) -> str:
@@ -64,7 +65,8 @@ def cluster() -> Iterator[Cluster]:
         runtime_url = _with_credentials(admin_url, migrate.RUNTIME_ROLE, runtime_password, database)
         with psycopg.connect(owner_url) as owner:
             migrate.migrate(owner, ROOT / "infra" / "migrations")
-        yield Cluster(db_admin_url, owner_url, runtime_url)
+        auditor_url = _with_credentials(admin_url, migrate.AUDITOR_ROLE, runtime_password, database)
+        yield Cluster(db_admin_url, owner_url, runtime_url, auditor_url)
     finally:
         if server is not None:
             server.destroy()

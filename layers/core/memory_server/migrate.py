@@ -20,6 +20,7 @@ from psycopg import sql
 
 OWNER_ROLE = "memory_owner"
 RUNTIME_ROLE = "memory_runtime"
+AUDITOR_ROLE = "memory_auditor"  # the audit sweeper: two functions, nothing else
 SCHEMA = "memory"
 _MIGRATION_NAME = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
 _LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
@@ -47,11 +48,25 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 
-def bootstrap(admin: psycopg.Connection, *, owner_password: str, runtime_password: str) -> None:
-    """Create (or update) the two roles and the schema. Idempotent."""
+def bootstrap(
+    admin: psycopg.Connection,
+    *,
+    owner_password: str,
+    runtime_password: str,
+    auditor_password: str | None = None,
+) -> None:
+    """Create (or update) the roles and the schema. Idempotent.
+
+    The auditor role gets the runtime password unless one is given.
+    """
     database = admin.info.dbname
+    roles = (
+        (OWNER_ROLE, owner_password),
+        (RUNTIME_ROLE, runtime_password),
+        (AUDITOR_ROLE, auditor_password or runtime_password),
+    )
     with admin.transaction():
-        for role, password in ((OWNER_ROLE, owner_password), (RUNTIME_ROLE, runtime_password)):
+        for role, password in roles:
             exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             verb = sql.SQL("ALTER") if exists else sql.SQL("CREATE")
             admin.execute(
@@ -65,11 +80,12 @@ def bootstrap(admin: psycopg.Connection, *, owner_password: str, runtime_passwor
                 sql.Identifier(database), sql.Identifier(OWNER_ROLE)
             )
         )
-        admin.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                sql.Identifier(database), sql.Identifier(RUNTIME_ROLE)
+        for role in (RUNTIME_ROLE, AUDITOR_ROLE):
+            admin.execute(
+                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                    sql.Identifier(database), sql.Identifier(role)
+                )
             )
-        )
         admin.execute(
             sql.SQL("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {}").format(
                 sql.Identifier(SCHEMA), sql.Identifier(OWNER_ROLE)
@@ -77,7 +93,7 @@ def bootstrap(admin: psycopg.Connection, *, owner_password: str, runtime_passwor
         )
         # Nobody but the owner creates objects anywhere the runtime role looks.
         admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-        for role in (OWNER_ROLE, RUNTIME_ROLE):
+        for role, _ in roles:
             admin.execute(
                 sql.SQL("ALTER ROLE {} SET search_path = {}").format(
                     sql.Identifier(role), sql.Identifier(SCHEMA)

@@ -1,0 +1,105 @@
+"""Audit events: outbox rows published to EventBridge after commit.
+
+Each committed change wrote one outbox row in its own transaction. The endpoint
+publishes its request's rows right after commit; the sweeper publishes whatever is
+still unpublished (a crash, an EventBridge outage). Rows are claimed with
+``FOR UPDATE SKIP LOCKED`` and marked in the same transaction as the ``PutEvents``
+call, so the two never publish the same row concurrently. Events carry no content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Protocol
+
+import psycopg
+
+from .caller import Caller, Deadline
+from .db import Database
+from .records import iso
+from .sql_files import query
+
+SOURCE = "memory-server"
+DETAIL_TYPE = "MemoryChanged"
+_BATCH = 10  # PutEvents takes at most 10 entries
+
+
+class EventSink(Protocol):
+    def put(self, entries: Sequence[dict[str, Any]]) -> list[bool]:
+        """Send entries; return per-entry success."""
+        ...
+
+
+class EventBridgeSink:
+    """``PutEvents`` on the audit bus, in batches, reporting per-entry failures."""
+
+    def __init__(self, client: Any, bus_name: str) -> None:
+        self.client = client
+        self.bus_name = bus_name
+
+    def put(self, entries: Sequence[dict[str, Any]]) -> list[bool]:
+        results: list[bool] = []
+        for start in range(0, len(entries), _BATCH):
+            batch = [{**e, "EventBusName": self.bus_name} for e in entries[start : start + _BATCH]]
+            response = self.client.put_events(Entries=batch)
+            results += ["ErrorCode" not in item for item in response["Entries"]]
+        return results
+
+
+def event_entry(workspace: str, row: dict[str, Any]) -> dict[str, Any]:
+    detail = {
+        "event_id": row["id"],
+        "workspace": workspace,
+        "record_id": str(row["memory_id"]),
+        "uri": row["uri"],
+        "operation": row["operation"],
+        "revision": row["revision"],
+        "writer": str(row["writer_id"]),
+        "source": row["source"],
+        "time": iso(row["occurred_at"]),
+        "request_id": row["request_id"],
+    }
+    return {"Source": SOURCE, "DetailType": DETAIL_TYPE, "Detail": json.dumps(detail)}
+
+
+def publish_request(db: Database, caller: Caller, sink: EventSink) -> int:
+    """Publish this request's audit rows; what fails stays for the sweeper."""
+    with db.transaction(caller, Deadline.after(2.0)) as conn:
+        rows = conn.execute(
+            query("request_audit_rows"),
+            {"workspace_id": caller.workspace_id, "request_id": caller.request_id},
+        ).fetchall()
+        if not rows:
+            return 0
+        sent = sink.put([event_entry(caller.workspace, row) for row in rows])
+        ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
+        conn.execute(
+            query("mark_audit_published"), {"workspace_id": caller.workspace_id, "ids": ids}
+        )
+        return len(ids)
+
+
+def sweep(
+    auditor: psycopg.Connection[Any],
+    sink: EventSink,
+    *,
+    limit: int = 500,
+    min_age: timedelta = timedelta(seconds=30),
+) -> tuple[int, int]:
+    """Publish unpublished rows older than ``min_age`` across workspaces.
+
+    Runs as the auditor role. Returns (published, failed).
+    """
+    with auditor.transaction():
+        cursor = auditor.cursor(row_factory=psycopg.rows.dict_row)
+        rows = cursor.execute(
+            "SELECT * FROM memory.audit_claim_unpublished(%s, %s)", (limit, min_age)
+        ).fetchall()
+        if not rows:
+            return 0, 0
+        sent = sink.put([event_entry(row["workspace"], row) for row in rows])
+        ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
+        auditor.execute("SELECT memory.audit_mark_published(%s)", (ids,))
+    return len(ids), len(rows) - len(ids)
