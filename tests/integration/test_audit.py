@@ -9,9 +9,8 @@ from typing import Any
 import boto3
 import psycopg
 import pytest
-from moto import mock_aws
-
 from memory_server.audit import EventBridgeSink, publish_request, sweep
+from moto import mock_aws
 
 
 @pytest.fixture
