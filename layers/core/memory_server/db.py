@@ -62,6 +62,9 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": False},
             open=True,
             timeout=5.0,
+            # A pooled connection may have died (proxy idle timeout, SnapStart restore):
+            # check it on checkout so a request never starts on a dead one.
+            check=ConnectionPool.check_connection,
         )
 
     def close(self) -> None:

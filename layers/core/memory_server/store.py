@@ -51,7 +51,7 @@ def resolve_caller(
 
     ``None`` when the subject is not a member (or the workspace does not exist: the
     two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
-    listen from ``context``.
+    listen from ``context`` in a workspace whose memory feature is on.
     """
     with db.connection() as conn, conn.transaction():
         row = conn.execute(
@@ -60,7 +60,7 @@ def resolve_caller(
         ).fetchone()
     if row is None:
         return None
-    if not row["context_allowed"]:
+    if row["memory_enabled"] and not row["context_allowed"]:
         raise ContextUnavailable()
     caller = Caller(
         workspace_id=row["workspace_id"],

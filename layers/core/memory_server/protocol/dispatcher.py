@@ -1,0 +1,239 @@
+"""One HTTP request in, one HTTP response out, for both protocol generations.
+
+- ``2026-07-28`` (sessionless): chosen by the ``MCP-Protocol-Version`` header; every
+  request carries ``_meta`` with protocol version and client capabilities, and the
+  ``Mcp-Method`` / ``Mcp-Name`` headers must agree with the body.
+- The handshake generation (``initialize``; ``2025-11-25``, ``2025-06-18``,
+  ``2025-03-26``), served statelessly: any request works without a session.
+
+Responses are JSON (never SSE). The serializer is exposed so the byte budgets can
+be measured on exactly what is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as t
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
+
+MODERN_VERSION = "2026-07-28"
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+# Handshake-era requests without a version header are served as the oldest revision.
+DEFAULT_HANDSHAKE_VERSION = "2025-03-26"
+NAME_PARAM = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+HTTP_STATUS = {
+    t.PARSE_ERROR: 400,
+    t.INVALID_REQUEST: 400,
+    t.INVALID_PARAMS: 400,
+    t.HEADER_MISMATCH: 400,
+    t.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    t.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    t.METHOD_NOT_FOUND: 404,
+}
+_B64_SENTINEL = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+class RpcError(Exception):
+    """A JSON-RPC protocol error (not a tool error)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A validated request: what a method handler sees."""
+
+    id: str | int
+    method: str
+    params: dict[str, Any]
+    version: str
+    modern: bool
+    headers: Mapping[str, str]
+
+    def encode_result(self, result: dict[str, Any]) -> bytes:
+        """The exact bytes of a successful response carrying ``result``."""
+        if self.modern:
+            result = {
+                **result,
+                "resultType": "complete",
+                "_meta": {**result.get("_meta", {}), t.SERVER_INFO_META_KEY: SERVER_INFO},
+            }
+        return encode({"jsonrpc": "2.0", "id": self.id, "result": result})
+
+    def measure(self, result: dict[str, Any]) -> int:
+        return len(self.encode_result(result))
+
+
+Handler = Callable[[Request, Any], dict[str, Any]]  # (request, per-call context)
+Response = tuple[int, dict[str, str], bytes]
+
+SERVER_INFO = {"name": "memory-server", "version": "0.1.0"}
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    # One encoding for every generation: compact, UTF-8 (no \\u escapes to pay for).
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_header_value(value: str | None) -> str | None:
+    """``Mcp-Name`` may carry ``=?base64?…?=`` for values unsafe in a header."""
+    if value is None:
+        return None
+    match = _B64_SENTINEL.fullmatch(value)
+    if match is None:
+        return value
+    try:
+        raw = base64.b64decode(match.group("payload"), validate=True)
+        if base64.b64encode(raw).decode("ascii") != match.group("payload"):
+            return None
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _error(request_id: Any, error: RpcError, modern: bool) -> Response:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    status = HTTP_STATUS.get(error.code, 200) if modern else 200
+    return status, dict(JSON_HEADERS), encode({"jsonrpc": "2.0", "id": request_id, "error": body})
+
+
+def _version(headers: Mapping[str, str], params: dict[str, Any], method: str) -> tuple[str, bool]:
+    header = headers.get("mcp-protocol-version")
+    if header is None or header in t.version.HANDSHAKE_PROTOCOL_VERSIONS:
+        return header or DEFAULT_HANDSHAKE_VERSION, False
+    meta = params.get("_meta")
+    if (
+        not isinstance(meta, dict)
+        or not isinstance(meta.get(t.PROTOCOL_VERSION_META_KEY), str)
+        or not isinstance(meta.get(t.CLIENT_CAPABILITIES_META_KEY), dict)
+    ):
+        raise RpcError(
+            t.INVALID_PARAMS,
+            "params._meta must carry the protocol version and client capabilities",
+        )
+    if meta[t.PROTOCOL_VERSION_META_KEY] != header:
+        raise RpcError(t.HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta")
+    if headers.get("mcp-method") != method:
+        raise RpcError(t.HEADER_MISMATCH, "Mcp-Method header does not match the request method")
+    name_key = NAME_PARAM.get(method)
+    if name_key is not None and decode_header_value(headers.get("mcp-name")) != params.get(
+        name_key
+    ):
+        raise RpcError(t.HEADER_MISMATCH, f"Mcp-Name header does not match params.{name_key}")
+    if header != MODERN_VERSION:
+        raise RpcError(
+            t.UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {"supported": [MODERN_VERSION], "requested": header},
+        )
+    return header, True
+
+
+class Dispatcher:
+    """Routes JSON-RPC methods to handlers; owns framing, versions and errors."""
+
+    def __init__(self, handlers: Mapping[str, Handler], *, instructions: str) -> None:
+        self.handlers = dict(handlers)
+        self.instructions = instructions
+
+    def handle(
+        self, http_method: str, headers: Mapping[str, str], body: bytes, context: Any = None
+    ) -> Response:
+        if http_method != "POST":
+            return 405, {"allow": "POST"}, b""
+        content_type = headers.get("content-type", "")
+        if not content_type.lower().startswith("application/json"):
+            return _error(
+                None, RpcError(t.INVALID_REQUEST, "Content-Type must be application/json"), True
+            )
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            return _error(None, RpcError(t.PARSE_ERROR, "Parse error"), True)
+        if (
+            isinstance(message, dict)
+            and "id" not in message
+            and isinstance(message.get("method"), str)
+        ):
+            return 202, {}, b""  # a notification: nothing to answer
+        try:
+            envelope = t.JSONRPCRequest.model_validate(message)
+        except ValidationError:
+            return _error(
+                None,
+                RpcError(t.INVALID_REQUEST, "Body must be a single JSON-RPC request object"),
+                True,
+            )
+        params = envelope.params or {}
+        modern = False
+        try:
+            version, modern = _version(headers, params, envelope.method)
+            request = Request(envelope.id, envelope.method, params, version, modern, headers)
+            result = self._dispatch(request, context)
+            return 200, dict(JSON_HEADERS), request.encode_result(result)
+        except RpcError as error:
+            return _error(envelope.id, error, modern)
+
+    def _dispatch(self, request: Request, context: Any) -> dict[str, Any]:
+        method = request.method
+        if method == "initialize" and not request.modern:
+            return self._initialize(request)
+        if method == "server/discover" and request.modern:
+            return self._discover()
+        if method == "ping" and not request.modern:
+            return {}
+        handler = self.handlers.get(method)
+        if handler is None:
+            raise RpcError(t.METHOD_NOT_FOUND, "Method not found", method)
+        return handler(request, context)
+
+    def capabilities(self) -> dict[str, Any]:
+        return {
+            "tools": {"listChanged": False},
+            "resources": {"listChanged": False, "subscribe": False},
+        }
+
+    def _initialize(self, request: Request) -> dict[str, Any]:
+        try:
+            params = t.InitializeRequestParams.model_validate(request.params)
+        except ValidationError:
+            raise RpcError(t.INVALID_PARAMS, "Invalid initialize parameters") from None
+        requested = params.protocol_version
+        version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+        return {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": SERVER_INFO,
+            "instructions": self.instructions,
+        }
+
+    def _discover(self) -> dict[str, Any]:
+        return {
+            "supportedVersions": [MODERN_VERSION],
+            "capabilities": self.capabilities(),
+            "instructions": self.instructions,
+            "ttlMs": 3_600_000,
+            "cacheScope": "public",
+        }
+
+
+def cacheable(
+    request: Request, result: dict[str, Any], *, ttl_ms: int, scope: str
+) -> dict[str, Any]:
+    """Add cache hints on the 2026-07-28 wire; the handshake generation has none."""
+    if request.modern:
+        return {**result, "ttlMs": ttl_ms, "cacheScope": scope}
+    return result

@@ -1,0 +1,76 @@
+"""Resources (CONTRACT §7): templates, and reads with exactly memory_read's rules.
+
+Path and record resources are current state (``ttlMs: 0``); revision resources are
+immutable (a long TTL). Tenant data is always ``cacheScope: private``. A record
+outside the caller's view and one that never existed give the same error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as t
+from pydantic import ValidationError
+
+from ..addresses import RevisionAddress, parse_address
+from ..errors import ToolError
+from ..models import ReadArgs
+from ..operations import memory_read, read_revision
+from .dispatcher import Request, RpcError, cacheable
+from .tools import CallContext
+
+REVISION_TTL_MS = 86_400_000  # immutable: a day in a private cache
+TEMPLATES = [
+    ("memory-personal", "memory://me/{kind}/{+path}", "A record in your personal namespace"),
+    ("memory-workspace", "memory://workspace/{kind}/{+path}", "A record shared with the workspace"),
+    ("memory-record", "memory://record/{id}", "A record by its immutable id (current state)"),
+    ("memory-revision", "memory://record/{id}/revisions/{revision}", "One immutable revision"),
+]
+
+
+def list_templates(request: Request, context: CallContext) -> dict[str, Any]:
+    templates = [
+        t.ResourceTemplate(
+            name=name, uri_template=template, description=description, mime_type="text/markdown"
+        ).model_dump(by_alias=True, exclude_none=True)
+        for name, template, description in TEMPLATES
+    ]
+    # Identical for every caller: public.
+    return cacheable(request, {"resourceTemplates": templates}, ttl_ms=3_600_000, scope="public")
+
+
+def list_resources(request: Request, context: CallContext) -> dict[str, Any]:
+    # Empty by design: enumeration goes through memory_list and its budget.
+    return cacheable(request, {"resources": []}, ttl_ms=0, scope="private")
+
+
+def read_resource(request: Request, context: CallContext) -> dict[str, Any]:
+    try:
+        params = t.ReadResourceRequestParams.model_validate(request.params)
+    except ValidationError:
+        raise RpcError(t.INVALID_PARAMS, "resources/read needs a uri") from None
+    uri = params.uri
+    try:
+        address = parse_address(uri)
+        if isinstance(address, RevisionAddress):
+            record = read_revision(context.store, context.caller, address, context.deadline)
+            ttl = REVISION_TTL_MS
+        else:
+            record = memory_read(
+                context.store,
+                context.caller,
+                ReadArgs(uri=uri, offset=0, max_bytes=65536, history=False),
+                context.deadline,
+            )
+            ttl = 0
+    except ToolError as error:
+        if error.code in ("not_found", "invalid_argument"):
+            raise RpcError(t.INVALID_PARAMS, "Resource not found", {"uri": uri}) from None
+        raise RpcError(t.INTERNAL_ERROR, error.message, {"code": error.code}) from None
+    contents = {
+        "uri": uri,
+        "mimeType": "text/markdown",
+        "text": record["content"],
+        "_meta": {"trust": "recorded-data", "id": record["id"], "revision": record["revision"]},
+    }
+    return cacheable(request, {"contents": [contents]}, ttl_ms=ttl, scope="private")

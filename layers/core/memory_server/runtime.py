@@ -1,0 +1,33 @@
+"""Assemble the service from the environment (the Lambda template sets these)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from .db import Database
+from .service import McpService, Observer, Settings
+
+# Environment variables the template sets; tests check the template against this.
+ENVIRONMENT = (
+    "DATABASE_URL",
+    "CURSOR_SECRET",
+    "AUTH_ISSUER",
+    "PUBLIC_BASE_URL",
+    "IDEMPOTENCY_TABLE",
+    "AUDIT_BUS_NAME",
+)
+
+
+def build_service(
+    env: Mapping[str, str] = os.environ, *, observer: Observer | None = None
+) -> McpService:
+    settings = Settings.from_env(env)
+    db = Database(settings.database_url, min_size=1, max_size=int(env.get("DB_POOL_SIZE", "1")))
+    events_client = dynamodb_client = None
+    if settings.audit_bus or settings.idempotency_table:
+        import boto3  # only when AWS services are configured
+
+        events_client = boto3.client("events") if settings.audit_bus else None
+        dynamodb_client = boto3.client("dynamodb") if settings.idempotency_table else None
+    return McpService(settings, db, events_client, dynamodb_client, observer)
