@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit bench clean
+.PHONY: install dev test lint typecheck bench clean
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -32,3 +32,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .tmp .pytest_cache .mypy_cache .ruff_cache
+
+# Run the service locally: PostgreSQL, AWS emulation, API Gateway on 127.0.0.1:8787.
+dev: $(STAMP)
+	$(BIN)/python -m memory_local.dev

@@ -30,6 +30,7 @@ class Cluster:
     owner_url: str
     runtime_url: str
     auditor_url: str
+    passwords: dict[str, str]
 
 
 def _with_credentials(url: str, user: str, password: str, database: str) -> str:
@@ -66,7 +67,9 @@ def cluster() -> Iterator[Cluster]:
         with psycopg.connect(owner_url) as owner:
             migrate.migrate(owner, ROOT / "infra" / "migrations")
         auditor_url = _with_credentials(admin_url, migrate.AUDITOR_ROLE, runtime_password, database)
-        yield Cluster(db_admin_url, owner_url, runtime_url, auditor_url)
+        passwords = {"owner": owner_password, "runtime": runtime_password,
+                     "auditor": runtime_password}
+        yield Cluster(db_admin_url, owner_url, runtime_url, auditor_url, passwords)
     finally:
         if server is not None:
             server.destroy()

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from memory_server.runtime import build_service
 
 logger = Logger(service="memory-server")
-metrics = Metrics(namespace="MemoryServer", service="memory-server")
 tracer = Tracer(service="memory-server")
 
 
 def _observe(tool: str, elapsed_ms: float, error_code: str | None) -> None:
+    """Per-tool latency and errors as CloudWatch embedded metrics (one line each)."""
     with single_metric(
         name="ToolLatency", unit=MetricUnit.Milliseconds, value=elapsed_ms, namespace="MemoryServer"
     ) as metric:
@@ -34,7 +34,6 @@ service = build_service(observer=_observe)
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)  # responses hold memory content
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     claims = (

@@ -1,0 +1,448 @@
+"""AWS emulation for tests and ``make dev``: moto's server on a loopback port.
+
+Moto runs in a thread of this process (``ThreadedMotoServer``), but the code under
+test reaches it only over HTTP with ordinary boto3 clients, exactly as it would
+reach AWS: nothing is patched, so what works here is the code that ships. This
+module only starts the server and provisions what the design names (Cognito user
+pool and resource server, the DynamoDB idempotency table, the EventBridge audit
+bus); it never touches ``os.environ`` (callers apply :meth:`LocalAws.env` to a
+child process or a test's environment themselves).
+
+Moto keeps its state in process-global backends. Two ``LocalAws`` objects in one
+process therefore see the same pools and tables, and anything that resets moto in
+this process (``mock_aws``) resets ours too.
+
+What moto's Cognito does not do, and why :mod:`memory_local.tokens` exists: its
+tokens carry ``iss = https://cognito-idp.{region}.amazonaws.com/{pool_id}`` and
+only the ``aws.cognito.signin.user.admin`` scope, and it has no ``/oauth2/token``
+endpoint, so ``memory/*`` scopes and client-credentials tokens come from a local
+issuer that verifies client secrets against the pool here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+# Names the design fixes (CONTRACT §2, ARCHITECTURE "Request path").
+USER_POOL_NAME = "memory-server"
+RESOURCE_SERVER = "memory"
+SCOPE_NAMES: tuple[str, ...] = ("read", "write.personal", "write.shared", "delete", "admin")
+MEMORY_SCOPES: tuple[str, ...] = tuple(f"{RESOURCE_SERVER}/{name}" for name in SCOPE_NAMES)
+PEOPLE_CLIENT_NAME = "memory-people"
+IDEMPOTENCY_TABLE = "memory-idempotency"
+AUDIT_BUS = "memory-audit"
+AUDIT_SOURCE = "memory-server"
+AUDIT_TAP_QUEUE = "memory-audit-tap"
+AUDIT_TAP_RULE = "memory-audit-tap"
+
+# Moto accepts any credentials; fixed fake ones keep a developer's real keys (and
+# session token) out of every request sent here.
+FAKE_ACCESS_KEY = "testing"
+FAKE_SECRET_KEY = "testing"  # noqa: S105 - not a secret: moto's conventional fake key
+
+_SCOPE_DESCRIPTIONS = {
+    "read": "List, read and search memories",
+    "write.personal": "Write in the caller's personal namespace",
+    "write.shared": "Write in the workspace namespace",
+    "delete": "Delete records",
+    "admin": "Administer the workspace's memory",
+}
+
+
+def cognito_issuer(region: str, pool_id: str) -> str:
+    """The ``iss`` of tokens from a Cognito pool (and of moto's, which copy it)."""
+    return f"https://cognito-idp.{region}.amazonaws.com/{pool_id}"
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """Identifiers of what :meth:`LocalAws.provision` made (or found)."""
+
+    region: str
+    user_pool_id: str
+    people_client_id: str
+    issuer: str
+    table_name: str
+    bus_name: str
+    queue_url: str
+    scopes: tuple[str, ...] = MEMORY_SCOPES
+
+
+class LocalAws:
+    """A moto server on ``host`` (loopback) and the resources the service needs.
+
+    ``endpoint_url`` attaches to a moto server someone else runs: then ``start``
+    only checks it answers and ``stop`` leaves it running. ``seed`` seeds moto's
+    random generator, so a fresh process that provisions the same things in the
+    same order gets the same pool id, client ids, secrets and user ``sub`` values
+    (tokens and personal memories then survive a restart of ``make dev``); it is
+    process-global, so leave it ``None`` in tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        region: str = "us-east-1",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        endpoint_url: str | None = None,
+        seed: int | None = None,
+        quiet: bool = True,
+    ) -> None:
+        self.region = region
+        self.host = host
+        self.port = port
+        self.seed = seed
+        self.quiet = quiet
+        self._endpoint_url = endpoint_url
+        self._server: ThreadedMotoServer | None = None
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._session_lock = threading.Lock()
+        self._session: Any = None
+        self._provisioned: Provisioned | None = None
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def start(self) -> LocalAws:
+        if self._server is not None:
+            return self
+        if self._endpoint_url is None:
+            if self.quiet:
+                _quiet_werkzeug()
+            server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+            server.start()
+            self._server = server
+            host, port = server.get_host_and_port()
+            self.port = port
+            self._endpoint_url = f"http://{host}:{port}"
+        if self.seed is not None:
+            self._moto_api(f"/moto-api/seed?a={int(self.seed)}")
+        return self
+
+    def stop(self) -> None:
+        """Stop the server this object started (an attached one keeps running)."""
+        server, self._server = self._server, None
+        self._clients.clear()
+        if server is not None:
+            server.stop()
+            self._endpoint_url = None
+
+    def __enter__(self) -> LocalAws:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def endpoint_url(self) -> str:
+        if self._endpoint_url is None:
+            raise RuntimeError("LocalAws is not started")
+        return self._endpoint_url
+
+    def env(self) -> dict[str, str]:
+        """Variables that point an AWS SDK (boto3, a child process) at this server.
+
+        ``AWS_SESSION_TOKEN`` is overridden too, so a developer's real session
+        token is never paired with the fake keys and sent anywhere.
+        """
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_KEY,
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+
+    def client(self, service: str) -> Any:
+        """A new boto3 client for ``service`` pointed at this server."""
+        # A private session, kept: it caches the service models (loading them is
+        # most of a client's creation time). Sessions are not thread-safe, hence
+        # the lock; the clients they make are. Explicit credentials beat whatever
+        # AWS_* variables the shell has.
+        with self._session_lock:
+            if self._session is None:
+                self._session = boto3.session.Session(
+                    aws_access_key_id=FAKE_ACCESS_KEY,
+                    aws_secret_access_key=FAKE_SECRET_KEY,
+                    aws_session_token="testing",  # noqa: S106 - moto's fake credentials
+                    region_name=self.region,
+                )
+            return self._session.client(service, endpoint_url=self.endpoint_url)
+
+    def _client(self, service: str) -> Any:
+        """A cached client for this module's own calls (boto3 clients are thread-safe)."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self.client(service)
+            return self._clients[service]
+
+    def _moto_api(self, path: str) -> None:
+        request = urllib.request.Request(self.endpoint_url + path, method="POST")  # noqa: S310 - our own http:// endpoint
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            response.read()
+
+    # -- provisioning ---------------------------------------------------------
+
+    @property
+    def provisioned(self) -> Provisioned:
+        if self._provisioned is None:
+            raise RuntimeError("call LocalAws.provision() first")
+        return self._provisioned
+
+    def provision(self) -> Provisioned:
+        """Create what the service needs; safe to repeat on a provisioned server.
+
+        Everything is found by name first and created only when missing, so a
+        second call (or a second ``LocalAws`` attached to the same server)
+        returns the same identifiers.
+        """
+        pool_id = self._ensure_user_pool()
+        self._ensure_resource_server(pool_id)
+        people_client_id = self._ensure_people_client(pool_id)
+        self._ensure_idempotency_table()
+        self._ensure_bus()
+        queue_url = self._ensure_audit_tap()
+        self._provisioned = Provisioned(
+            region=self.region,
+            user_pool_id=pool_id,
+            people_client_id=people_client_id,
+            issuer=cognito_issuer(self.region, pool_id),
+            table_name=IDEMPOTENCY_TABLE,
+            bus_name=AUDIT_BUS,
+            queue_url=queue_url,
+        )
+        return self._provisioned
+
+    def _ensure_user_pool(self) -> str:
+        cognito = self._client("cognito-idp")
+        for page in _pages(cognito, "list_user_pools", "UserPools", MaxResults=60):
+            if page.get("Name") == USER_POOL_NAME:
+                return str(page["Id"])
+        pool = cognito.create_user_pool(PoolName=USER_POOL_NAME)["UserPool"]
+        return str(pool["Id"])
+
+    def _ensure_resource_server(self, pool_id: str) -> None:
+        cognito = self._client("cognito-idp")
+        scopes = [
+            {"ScopeName": name, "ScopeDescription": _SCOPE_DESCRIPTIONS[name]}
+            for name in SCOPE_NAMES
+        ]
+        try:
+            cognito.describe_resource_server(UserPoolId=pool_id, Identifier=RESOURCE_SERVER)
+        except cognito.exceptions.ResourceNotFoundException:
+            cognito.create_resource_server(
+                UserPoolId=pool_id, Identifier=RESOURCE_SERVER, Name="memory", Scopes=scopes
+            )
+        # An existing one is left as it is: moto has no UpdateResourceServer, and
+        # only this code creates it.
+
+    def _find_client(self, pool_id: str, name: str) -> str | None:
+        cognito = self._client("cognito-idp")
+        pages = _pages(
+            cognito, "list_user_pool_clients", "UserPoolClients", UserPoolId=pool_id, MaxResults=60
+        )
+        for client in pages:
+            if client.get("ClientName") == name:
+                return str(client["ClientId"])
+        return None
+
+    def _ensure_people_client(self, pool_id: str) -> str:
+        existing = self._find_client(pool_id, PEOPLE_CLIENT_NAME)
+        if existing is not None:
+            return existing
+        # A public client (no secret): people sign in through the hosted UI with
+        # authorization code + PKCE; the password flows are for scripted tests.
+        created = self._client("cognito-idp").create_user_pool_client(
+            UserPoolId=pool_id,
+            ClientName=PEOPLE_CLIENT_NAME,
+            GenerateSecret=False,
+            ExplicitAuthFlows=[
+                "ALLOW_USER_SRP_AUTH",
+                "ALLOW_USER_PASSWORD_AUTH",
+                "ALLOW_ADMIN_USER_PASSWORD_AUTH",
+                "ALLOW_REFRESH_TOKEN_AUTH",
+            ],
+            AllowedOAuthFlows=["code"],
+            AllowedOAuthScopes=["openid", *MEMORY_SCOPES],
+            AllowedOAuthFlowsUserPoolClient=True,
+            CallbackURLs=["http://localhost/callback"],
+            SupportedIdentityProviders=["COGNITO"],
+        )["UserPoolClient"]
+        return str(created["ClientId"])
+
+    def _ensure_idempotency_table(self) -> None:
+        dynamodb = self._client("dynamodb")
+        try:
+            dynamodb.describe_table(TableName=IDEMPOTENCY_TABLE)
+        except dynamodb.exceptions.ResourceNotFoundException:
+            # Powertools' default schema: partition key ``id``, TTL on ``expiration``.
+            dynamodb.create_table(
+                TableName=IDEMPOTENCY_TABLE,
+                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            dynamodb.get_waiter("table_exists").wait(
+                TableName=IDEMPOTENCY_TABLE, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+            )
+        ttl = dynamodb.describe_time_to_live(TableName=IDEMPOTENCY_TABLE)["TimeToLiveDescription"]
+        if ttl.get("TimeToLiveStatus") != "ENABLED":
+            dynamodb.update_time_to_live(
+                TableName=IDEMPOTENCY_TABLE,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
+            )
+
+    def _ensure_bus(self) -> None:
+        events = self._client("events")
+        try:
+            events.describe_event_bus(Name=AUDIT_BUS)
+        except events.exceptions.ResourceNotFoundException:
+            events.create_event_bus(Name=AUDIT_BUS)
+
+    def _ensure_audit_tap(self) -> str:
+        """A queue subscribed to the bus, so tests can read back published events.
+
+        EventBridge keeps nothing that can be queried afterwards; in AWS one would
+        subscribe a queue or a log group the same way.
+        """
+        sqs, events = self._client("sqs"), self._client("events")
+        queue_url = str(sqs.create_queue(QueueName=AUDIT_TAP_QUEUE)["QueueUrl"])  # idempotent
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        # put_rule and put_targets are upserts, so repeating them changes nothing.
+        events.put_rule(
+            Name=AUDIT_TAP_RULE,
+            EventBusName=AUDIT_BUS,
+            EventPattern=json.dumps({"source": [AUDIT_SOURCE]}),
+            State="ENABLED",
+        )
+        events.put_targets(
+            Rule=AUDIT_TAP_RULE,
+            EventBusName=AUDIT_BUS,
+            Targets=[{"Id": "audit-tap", "Arn": queue_arn}],
+        )
+        return queue_url
+
+    # -- principals -----------------------------------------------------------
+
+    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+        """A service identity: a client-credentials app client; returns (id, secret).
+
+        Found by name when it exists (its allowed scopes are then set to
+        ``scopes``), so seeding a dev server twice keeps one client per name.
+        """
+        pool_id = self.provisioned.user_pool_id
+        cognito = self._client("cognito-idp")
+        settings: dict[str, Any] = {
+            "AllowedOAuthFlows": ["client_credentials"],
+            "AllowedOAuthScopes": list(scopes),
+            "AllowedOAuthFlowsUserPoolClient": True,
+        }
+        client_id = self._find_client(pool_id, name)
+        if client_id is None:
+            created = cognito.create_user_pool_client(
+                UserPoolId=pool_id, ClientName=name, GenerateSecret=True, **settings
+            )["UserPoolClient"]
+            return str(created["ClientId"]), str(created["ClientSecret"])
+        cognito.update_user_pool_client(
+            UserPoolId=pool_id, ClientId=client_id, ClientName=name, **settings
+        )
+        described = self.describe_client(client_id)
+        return client_id, str(described["ClientSecret"])
+
+    def describe_client(self, client_id: str) -> dict[str, Any]:
+        """``DescribeUserPoolClient`` of a client in the pool (raises if unknown)."""
+        cognito = self._client("cognito-idp")
+        response = cognito.describe_user_pool_client(
+            UserPoolId=self.provisioned.user_pool_id, ClientId=client_id
+        )
+        return dict(response["UserPoolClient"])
+
+    def create_user(self, username: str) -> str:
+        """A person in the pool; returns their ``sub`` (the same one if they exist)."""
+        pool_id = self.provisioned.user_pool_id
+        cognito = self._client("cognito-idp")
+        try:
+            user = cognito.admin_create_user(
+                UserPoolId=pool_id, Username=username, MessageAction="SUPPRESS"
+            )["User"]
+            attributes = user["Attributes"]
+        except cognito.exceptions.UsernameExistsException:
+            attributes = cognito.admin_get_user(UserPoolId=pool_id, Username=username)[
+                "UserAttributes"
+            ]
+        for attribute in attributes:
+            if attribute["Name"] == "sub":
+                return str(attribute["Value"])
+        raise RuntimeError(f"user {username!r} has no sub attribute")
+
+    # -- audit ----------------------------------------------------------------
+
+    def read_audit_events(self, wait_s: float = 0.0) -> list[dict[str, Any]]:
+        """Drain the audit tap: every event published since the last call, oldest first.
+
+        Moto delivers to the queue inside ``PutEvents``, so no wait is needed here;
+        ``wait_s`` (long polling, whole seconds) is for a real, asynchronous bus.
+        """
+        sqs = self._client("sqs")
+        queue_url = self.provisioned.queue_url
+        received: list[tuple[int, dict[str, Any]]] = []
+        wait = int(wait_s)
+        while True:
+            response = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=wait,
+                AttributeNames=["SentTimestamp"],
+            )
+            messages = response.get("Messages", [])
+            if not messages:
+                break
+            wait = 0
+            for message in messages:
+                sent = int(message["Attributes"]["SentTimestamp"])
+                received.append((sent, json.loads(message["Body"])))
+            sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                    for i, m in enumerate(messages)
+                ],
+            )
+        # A standard queue does not promise order; the send time restores it.
+        return [event for _, event in sorted(received, key=lambda pair: pair[0])]
+
+
+def _pages(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a paginated list call (pools and clients can exceed a page)."""
+    for page in client.get_paginator(operation).paginate(**kwargs):
+        yield from page.get(key, [])
+
+
+def _quiet_werkzeug() -> None:
+    """Silence moto's per-request access log unless the application configured it.
+
+    Moto serves through werkzeug, which logs every request at INFO to stderr on a
+    logger it configures itself when nobody else has.
+    """
+    logger = logging.getLogger("werkzeug")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)

@@ -1,0 +1,244 @@
+"""``make dev``: the whole service on one machine, with one command.
+
+Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
+loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
+``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handler, the
+demo tenants, and the audit sweeper on a timer. Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from memory_server import migrate
+from memory_server.audit import EventBridgeSink, sweep
+
+from . import demo
+from .aws import LocalAws
+from .gateway import ApiGateway
+from .postgres import EmbeddedPostgres
+from .tokens import LocalIssuer
+
+ROOT = Path(__file__).resolve().parents[2]
+DATABASE = "memory"
+MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
+SWEEP_EVERY_S = 15.0
+
+
+def _url(base: str, user: str, password: str, database: str) -> str:
+    parts = urlsplit(base)
+    netloc = f"{user}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, f"/{database}", "", ""))
+
+
+def _credentials(path: Path) -> dict[str, str]:
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    values = {name: secrets.token_urlsafe(24) for name in ("owner", "runtime", "auditor")}
+    values["cursor_secret"] = secrets.token_urlsafe(48)
+    path.write_text(json.dumps(values, indent=2))
+    path.chmod(0o600)
+    return values
+
+
+def load_handler_module() -> ModuleType:
+    """``functions/mcp/app.py``, the Lambda handler itself (it reads os.environ)."""
+    spec = importlib.util.spec_from_file_location("mcp_app", ROOT / "functions" / "mcp" / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class DevStack:
+    root: Path
+    port: int = 8787
+    admin_url: str | None = None  # an existing server (DATABASE_URL); else embedded
+    moto_seed: int | None = MOTO_SEED
+    quiet: bool = False
+    # Role passwords are cluster-wide: a stack sharing a server must reuse its own.
+    credentials: dict[str, str] | None = None
+    postgres: EmbeddedPostgres | None = None
+    aws: LocalAws | None = None
+    gateway: ApiGateway | None = None
+    app: ModuleType | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    _stop_sweeper: threading.Event = field(default_factory=threading.Event)
+
+    def _say(self, message: str) -> None:
+        if not self.quiet:
+            print(f"[dev] {message}", flush=True)
+
+    def start(self) -> dict[str, Any]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        admin_url = self.admin_url
+        if admin_url is None:
+            self._say("starting PostgreSQL (data in .dev/postgres)")
+            self.postgres = EmbeddedPostgres(self.root / "postgres", durable=True)
+            admin_url = self.postgres.start()
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if exists.fetchone() is None:
+                admin.execute(f'CREATE DATABASE "{DATABASE}"')
+        creds = self.credentials or _credentials(self.root / "credentials.json")
+        admin_db = _url(
+            admin_url,
+            urlsplit(admin_url).username or "postgres",
+            urlsplit(admin_url).password or "",
+            DATABASE,
+        )
+        with psycopg.connect(admin_db, autocommit=True) as admin:
+            migrate.bootstrap(
+                admin,
+                owner_password=creds["owner"],
+                runtime_password=creds["runtime"],
+                auditor_password=creds["auditor"],
+            )
+        owner_url = _url(admin_url, migrate.OWNER_ROLE, creds["owner"], DATABASE)
+        runtime_url = _url(admin_url, migrate.RUNTIME_ROLE, creds["runtime"], DATABASE)
+        auditor_url = _url(admin_url, migrate.AUDITOR_ROLE, creds["auditor"], DATABASE)
+        with psycopg.connect(owner_url) as owner:
+            applied = migrate.migrate(owner, migrate.default_migrations_dir())
+        self._say(f"schema ready ({len(applied)} migrations applied now)")
+
+        self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
+        self.aws = LocalAws(seed=self.moto_seed).start()
+        provisioned = self.aws.provision()
+        issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
+        base_url = f"http://127.0.0.1:{self.port}"
+        os.environ.update(
+            {
+                **self.aws.env(),
+                "DATABASE_URL": runtime_url,
+                "CURSOR_SECRET": creds["cursor_secret"],
+                "AUTH_ISSUER": provisioned.issuer,
+                "PUBLIC_BASE_URL": base_url,
+                "IDEMPOTENCY_TABLE": provisioned.table_name,
+                "AUDIT_BUS_NAME": provisioned.bus_name,
+                "DB_POOL_SIZE": "16",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_METRICS_DISABLED": "true",
+                "POWERTOOLS_LOG_LEVEL": "WARNING",
+            }
+        )
+        self.app = load_handler_module()
+        with psycopg.connect(owner_url, autocommit=True) as owner:
+            seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
+        self.gateway = ApiGateway(
+            self.app.handler,
+            issuer=issuer,
+            audiences=seeded.audiences,
+            aws=self.aws,
+            port=self.port,
+            quiet=self.quiet,
+        ).start()
+        self.port = int(urlsplit(self.gateway.url).port or self.port)
+        sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
+        threading.Thread(target=self._sweeper, args=(auditor_url, sink), daemon=True).start()
+
+        self.info = {
+            "url": self.gateway.mcp_url("acme"),
+            "tokens": seeded.tokens,
+            "database_url": owner_url,
+            "runtime_role": migrate.RUNTIME_ROLE,
+            "workspaces": {slug: self.gateway.mcp_url(slug) for slug in demo.WORKSPACES},
+            "token_endpoint": f"{self.gateway.url}/oauth2/token",
+            "jwks_uri": f"{self.gateway.url}/.well-known/jwks.json",
+            "issuer": provisioned.issuer,
+            "aws_endpoint_url": self.aws.endpoint_url,
+        }
+        endpoint_file = self.root / "endpoint.json"
+        endpoint_file.write_text(json.dumps(self.info, indent=2) + "\n")
+        endpoint_file.chmod(0o600)
+        self._say(f"ready in {time.monotonic() - started:.1f}s")
+        return self.info
+
+    def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
+        while not self._stop_sweeper.wait(SWEEP_EVERY_S):
+            try:
+                with psycopg.connect(auditor_url) as auditor:
+                    sweep(auditor, sink, min_age=timedelta(seconds=SWEEP_EVERY_S))
+            except Exception as exc:  # keep sweeping; report why
+                print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+
+    def stop(self) -> None:
+        self._stop_sweeper.set()
+        if self.gateway is not None:
+            self.gateway.stop()
+        if self.app is not None:
+            self.app.service.db.close()
+        if self.aws is not None:
+            self.aws.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
+    url, token = info["url"], info["tokens"]["alice"]
+    servers = {
+        "mcpServers": {
+            "memory": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+        }
+    }
+    return "\n".join(
+        [
+            "",
+            f"MCP endpoint      {url}",
+            f"tokens            {endpoint_file} (tokens.alice, tokens.bob, tokens['ci-bot'], …)",
+            f'inspect database  psql "$(jq -r .database_url {endpoint_file})"',
+            "",
+            "MCP Inspector:",
+            "  npx @modelcontextprotocol/inspector  # transport: Streamable HTTP, URL above,",
+            "  # header Authorization: Bearer <token>",
+            "  # optional header Memory-Context: channel:general",
+            "",
+            "Claude Code:",
+            f"  claude mcp add --transport http memory {url} \\",
+            f'    --header "Authorization: Bearer {token}"',
+            "",
+            "Claude Desktop / any mcpServers config:",
+            json.dumps(servers, indent=2),
+            "",
+            "Ctrl-C stops everything; memories are kept in .dev/.",
+        ]
+    )
+
+
+def main() -> None:
+    stack = DevStack(
+        ROOT / ".dev",
+        port=int(os.environ.get("PORT", "8787")),
+        admin_url=os.environ.get("DATABASE_URL"),
+    )
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    try:
+        info = stack.start()
+        print(client_instructions(info, ".dev/endpoint.json"), flush=True)
+        while not stopping.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("\n[dev] stopping", flush=True)
+        stack.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,779 @@
+"""An API Gateway HTTP API emulator: JWT authorizer, payload format 2.0, Lambda proxy.
+
+``sam local`` needs a container runtime, so tests and ``make dev`` run the same
+Lambda handler behind this instead. It does what the deployed HTTP API does for
+this service and nothing more:
+
+- routes ``ANY /w/{workspace}/mcp`` (JWT authorizer; any one ``memory/*`` scope)
+  and ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp`` (public) to
+  the handler; everything else is 404 ``{"message":"Not Found"}``;
+- verifies tokens as the JWT authorizer does (signature against the JWKS, ``iss``,
+  ``aud`` or else ``client_id`` against the audiences, ``exp``/``nbf``/``iat``,
+  then the route's scopes), answering 401/403 before the handler ever runs;
+- builds the same v2 event (decoded ``rawPath`` and path parameters, lower-cased
+  headers with repeats joined by ``,``, ``cookies``, the authorizer's claims as
+  strings) and maps the handler's result the way API Gateway does, including a
+  500 for a handler exception or a malformed result and a 503 past the
+  integration timeout;
+- stands in for two Cognito endpoints the handler never sees:
+  ``GET /.well-known/jwks.json`` and ``POST /oauth2/token`` (client credentials).
+
+One deliberate difference: API Gateway's own 401/403 carry no RFC 9728 challenge,
+but the contract (CONTRACT §1) requires one, so these carry
+``WWW-Authenticate: Bearer resource_metadata="…", scope="…"`` (identical for every
+workspace but the resource URL). Deployment must produce the same answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
+
+import jwt
+
+from .aws import MEMORY_SCOPES, LocalAws
+from .tokens import LocalIssuer
+
+Handler = Callable[[dict[str, Any], Any], Any]
+JwksProvider = Callable[[], Mapping[str, Any]]
+
+MAX_REQUEST_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
+MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024  # Lambda's synchronous request and response limit
+MCP_ROUTE = "ANY /w/{workspace}/mcp"
+METADATA_ROUTE = "GET /.well-known/oauth-protected-resource/w/{workspace}/mcp"
+JWKS_PATH = "/.well-known/jwks.json"
+TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a URL path, not a secret
+ACCOUNT_ID = "123456789012"  # moto's default account
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# Response headers API Gateway computes itself, whatever the function returned.
+_HOP_BY_HOP = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
+_TOKEN_CHARS = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 field-name
+
+
+# -- routes ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    key: str  # the routeKey API Gateway puts in the event
+    method: str | None  # None: ANY
+    pattern: re.Pattern[str]  # over the decoded path; named groups are path parameters
+    target: Literal["lambda", "jwks", "token"]
+    scopes: tuple[str, ...] | None = None  # None: no authorizer
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(MCP_ROUTE, None, re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$"), "lambda", MEMORY_SCOPES),
+    Route(
+        METADATA_ROUTE,
+        "GET",
+        re.compile(r"^/\.well-known/oauth-protected-resource/w/(?P<workspace>[^/]+)/mcp$"),
+        "lambda",
+    ),
+    Route(f"GET {JWKS_PATH}", "GET", re.compile(rf"^{re.escape(JWKS_PATH)}$"), "jwks"),
+    Route(f"POST {TOKEN_PATH}", "POST", re.compile(rf"^{re.escape(TOKEN_PATH)}$"), "token"),
+)
+
+
+def match_route(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    for route in ROUTES:
+        found = route.pattern.match(path)
+        if found and (route.method is None or route.method == method):
+            return route, found.groupdict()
+    return None
+
+
+# -- the JWT authorizer ---------------------------------------------------------
+
+
+class AuthorizerError(Exception):
+    """Why a request was refused: 401 (no valid token) or 403 (missing scope)."""
+
+    def __init__(self, status: Literal[401, 403], reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class JwksUnavailableError(Exception):
+    """The key set could not be fetched: the emulator's fault, not the caller's."""
+
+
+@dataclass(frozen=True)
+class Authorized:
+    claims: dict[str, Any]
+    scopes: list[str]
+
+
+class JwtAuthorizer:
+    """The checks of an HTTP API JWT authorizer, in its order.
+
+    ``jwks`` is where keys come from: a URL (fetched and cached by PyJWT's
+    ``PyJWKClient``, the way API Gateway fetches the pool's ``jwks_uri``) or a
+    function returning the set. The URL is configurable because moto's tokens and
+    ours carry the real AWS issuer URL, which is not where the keys are locally.
+    """
+
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        audiences: Iterable[str],
+        jwks: str | JwksProvider,
+        leeway_s: float = 0.0,
+    ) -> None:
+        self.issuer = issuer
+        self.audiences = set(audiences)
+        self.leeway_s = leeway_s
+        self._jwks_client = jwt.PyJWKClient(jwks, timeout=10) if isinstance(jwks, str) else None
+        self._jwks_provider = None if isinstance(jwks, str) else jwks
+
+    def add_audience(self, client_id: str) -> None:
+        """Accept tokens of one more app client (one created after start-up)."""
+        self.audiences.add(client_id)
+
+    def authorize(self, authorization: str | None, route_scopes: Sequence[str]) -> Authorized:
+        token = _bearer_token(authorization)
+        if token is None:
+            raise AuthorizerError(401, "no token")
+        try:
+            key = self._signing_key(token)
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=["RS256", "RS384", "RS512"],  # API Gateway: RSA only
+                issuer=self.issuer,
+                leeway=self.leeway_s,
+                options={"require": ["exp", "iss"], "verify_aud": False},
+            )
+        except jwt.PyJWKClientConnectionError as exc:
+            raise JwksUnavailableError(str(exc)) from exc
+        except (jwt.PyJWTError, ValueError) as exc:
+            raise AuthorizerError(401, f"invalid token: {exc}") from None
+        # ``aud`` when present (ID tokens), otherwise ``client_id`` (access tokens).
+        audience = claims.get("aud", claims.get("client_id"))
+        candidates = audience if isinstance(audience, list) else [audience]
+        if not any(isinstance(c, str) and c in self.audiences for c in candidates):
+            raise AuthorizerError(401, "audience not allowed")
+        scopes = _token_scopes(claims)
+        if route_scopes and not set(scopes) & set(route_scopes):
+            raise AuthorizerError(403, "insufficient scope")
+        return Authorized(claims=claims, scopes=scopes)
+
+    def _signing_key(self, token: str) -> jwt.PyJWK:
+        if self._jwks_client is not None:
+            return self._jwks_client.get_signing_key_from_jwt(token)
+        assert self._jwks_provider is not None
+        kid = jwt.get_unverified_header(token).get("kid")
+        for candidate in self._jwks_provider().get("keys", []):
+            if candidate.get("kid") == kid:
+                return jwt.PyJWK(dict(candidate))
+        raise jwt.InvalidTokenError("no key in the JWKS matches the token's kid")
+
+
+def _bearer_token(authorization: str | None) -> str | None:
+    """The token from the identity source: bare, or after ``Bearer `` (as API Gateway)."""
+    if not authorization:
+        return None
+    value = authorization.strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() == "bearer":
+        value = rest.strip()
+    return value or None
+
+
+def _token_scopes(claims: Mapping[str, Any]) -> list[str]:
+    raw = claims.get("scope", claims.get("scp"))
+    if isinstance(raw, str):
+        return raw.split()
+    if isinstance(raw, list):
+        return [s for s in raw if isinstance(s, str)]
+    return []
+
+
+def claim_string(value: Any) -> str:
+    """A claim as the authorizer context shows it: everything becomes a string.
+
+    Arrays read ``[a b]`` (as API Gateway renders ``cognito:groups``), numbers and
+    booleans their JSON text, objects their JSON.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + " ".join(claim_string(item) for item in value) + "]"
+    return json.dumps(value, separators=(",", ":"))
+
+
+# -- requests, responses, the Lambda context ------------------------------------
+
+
+@dataclass
+class HttpRequest:
+    method: str
+    target: str  # the request-target as sent: path and query, still encoded
+    headers: list[tuple[str, str]]  # in arrival order, repeats kept
+    body: bytes
+    source_ip: str
+    body_too_large: bool = False
+
+    def header(self, name: str) -> str | None:
+        """A header's value, repeats joined with ``,`` (as the event shows them)."""
+        name = name.lower()
+        values = [v for k, v in self.headers if k.lower() == name]
+        return ",".join(values) if values else None
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    close: bool = False
+    note: str = ""  # why, for the log line only (never sent to the client)
+
+
+def _json_response(
+    status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()
+) -> HttpResponse:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return HttpResponse(status, [("Content-Type", "application/json"), *headers], body)
+
+
+def _message(status: int, message: str) -> HttpResponse:
+    return _json_response(status, {"message": message})
+
+
+@dataclass
+class LambdaContext:
+    """What the Python runtime passes as ``context`` (the parts handlers use)."""
+
+    aws_request_id: str
+    function_name: str
+    memory_limit_in_mb: str  # a string in the real runtime (read from the environment)
+    invoked_function_arn: str
+    deadline: float  # time.monotonic() at which the function times out
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    identity: Any = None
+    client_context: Any = None
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+# -- the gateway ----------------------------------------------------------------
+
+
+class ApiGateway:
+    """The HTTP API in front of ``handler``, served on ``host:port`` from a thread.
+
+    ``issuer`` is either the :class:`LocalIssuer` (its ``issuer`` is the expected
+    ``iss``, its key set verifies tokens and is served at ``/.well-known/jwks.json``,
+    and with ``aws`` it backs ``/oauth2/token``) or just the expected ``iss``, with
+    ``jwks`` saying where keys come from. ``jwks`` may be given with a LocalIssuer
+    too, e.g. this gateway's own JWKS URL, to exercise the fetch path.
+
+    ``max_concurrency`` bounds simultaneous invocations (1 imitates one Lambda
+    container for a handler whose per-container state is not thread-safe); by
+    default requests run concurrently, as many containers would.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        issuer: LocalIssuer | str,
+        audiences: Iterable[str],
+        aws: LocalAws | None = None,
+        jwks: str | JwksProvider | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        quiet: bool = False,
+        function_name: str = "McpFunction",
+        timeout_s: float = 30.0,
+        memory_limit_in_mb: int = 1024,
+        max_concurrency: int | None = None,
+        challenge_scope: str = "memory/read",
+        leeway_s: float = 0.0,
+    ) -> None:
+        self.handler = handler
+        self.local_issuer = issuer if isinstance(issuer, LocalIssuer) else None
+        if jwks is None:
+            if self.local_issuer is None:
+                raise ValueError("give jwks (a URL or a provider) with an issuer string")
+            jwks = self.local_issuer.jwks
+        issuer_url = issuer.issuer if isinstance(issuer, LocalIssuer) else issuer
+        self.authorizer = JwtAuthorizer(
+            issuer=issuer_url, audiences=audiences, jwks=jwks, leeway_s=leeway_s
+        )
+        self.aws = aws
+        self.host = host
+        self.port = port
+        self.quiet = quiet
+        self.function_name = function_name
+        self.timeout_s = timeout_s
+        self.memory_limit_in_mb = memory_limit_in_mb
+        self.challenge_scope = challenge_scope
+        self.api_id = "local"
+        self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._log_lock = threading.Lock()
+
+    # -- lifecycle --
+
+    def start(self) -> ApiGateway:
+        if self._server is not None:
+            return self
+        server = _Server((self.host, self.port), _RequestHandler)
+        server.gateway = self
+        self.port = int(server.server_address[1])
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=f"apigw-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> ApiGateway:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("ApiGateway is not started")
+        return f"http://{self.host}:{self.port}"
+
+    def add_audience(self, client_id: str) -> None:
+        """Accept tokens of an app client created after the gateway was built."""
+        self.authorizer.add_audience(client_id)
+
+    def mcp_url(self, workspace: str) -> str:
+        return f"{self.url}/w/{_segment(workspace)}/mcp"
+
+    def resource_metadata_url(self, workspace: str) -> str:
+        return f"{self.url}/.well-known/oauth-protected-resource/w/{_segment(workspace)}/mcp"
+
+    def log(self, line: str) -> None:
+        with self._log_lock:
+            sys.stderr.write(f"apigw: {line}\n")
+            sys.stderr.flush()
+
+    # -- request handling --
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        """One request, start to finish; never raises."""
+        request_id = base64.b64encode(os.urandom(10)).decode()
+        try:
+            response = self._route(request, request_id)
+        except Exception:
+            self.log(f"internal error {request_id}:\n{traceback.format_exc()}")
+            response = _message(500, "Internal Server Error")
+        response.headers.append(("apigw-requestid", request_id))
+        return response
+
+    def _route(self, request: HttpRequest, request_id: str) -> HttpResponse:
+        if request.body_too_large:
+            response = _message(413, "Request Entity Too Large")
+            response.close = True
+            return response
+        parts = urlsplit(request.target)
+        # HTTP APIs match routes on, and pass, the decoded path.
+        path = unquote(parts.path, errors="replace")
+        matched = match_route(request.method, path)
+        if matched is None:
+            return _message(404, "Not Found")
+        route, parameters = matched
+        if route.target == "jwks":
+            if self.local_issuer is None:
+                return _message(404, "Not Found")
+            return _json_response(200, self.local_issuer.jwks())
+        if route.target == "token":
+            return self._token(request)
+
+        authorized: Authorized | None = None
+        if route.scopes is not None:
+            workspace = parameters["workspace"]
+            try:
+                authorized = self.authorizer.authorize(
+                    request.header("authorization"), route.scopes
+                )
+            except AuthorizerError as refusal:
+                return self._refuse(refusal, workspace)
+            except JwksUnavailableError as exc:
+                response = _message(500, "Internal Server Error")
+                response.note = f"cannot fetch the JWKS: {exc}"
+                return response
+        event = self.build_event(request, route, parameters, authorized, request_id)
+        return self._invoke(event)
+
+    def _refuse(self, refusal: AuthorizerError, workspace: str) -> HttpResponse:
+        metadata = self.resource_metadata_url(workspace)
+        if refusal.status == 401:
+            challenge = f'Bearer resource_metadata="{metadata}", scope="{self.challenge_scope}"'
+            message = "Unauthorized"
+        else:
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{self.challenge_scope}", '
+                f'resource_metadata="{metadata}"'
+            )
+            message = "Forbidden"
+        response = _json_response(
+            refusal.status, {"message": message}, [("WWW-Authenticate", challenge)]
+        )
+        response.note = refusal.reason
+        return response
+
+    def _token(self, request: HttpRequest) -> HttpResponse:
+        if self.local_issuer is None or self.aws is None:
+            return _message(404, "Not Found")
+        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/x-www-form-urlencoded":
+            return _json_response(
+                400,
+                {"error": "invalid_request", "error_description": "Expected a form body"},
+            )
+        try:
+            form = parse_qs(request.body.decode("utf-8"), keep_blank_values=True)
+        except (UnicodeDecodeError, ValueError):
+            return _json_response(
+                400, {"error": "invalid_request", "error_description": "Malformed form"}
+            )
+        status, payload, headers = self.local_issuer.token_endpoint(
+            self.aws, form=form, authorization=request.header("authorization")
+        )
+        return _json_response(status, payload, headers.items())
+
+    def build_event(
+        self,
+        request: HttpRequest,
+        route: Route,
+        path_parameters: Mapping[str, str],
+        authorized: Authorized | None,
+        request_id: str,
+    ) -> dict[str, Any]:
+        """The payload format 2.0 event API Gateway would send for this request."""
+        parts = urlsplit(request.target)
+        path, raw_query = unquote(parts.path, errors="replace"), parts.query
+        headers: dict[str, str] = {}
+        cookies: list[str] = []
+        for name, value in request.headers:
+            lower = name.lower()
+            if lower == "cookie":  # 2.0 moves cookies out of the headers
+                cookies += [c.strip() for c in value.split(";") if c.strip()]
+                continue
+            headers[lower] = f"{headers[lower]},{value}" if lower in headers else value
+        forwarded = headers.get("x-forwarded-for")
+        headers["x-forwarded-for"] = (
+            f"{forwarded}, {request.source_ip}" if forwarded else request.source_ip
+        )
+        headers["x-forwarded-port"] = str(self.port)
+        headers["x-forwarded-proto"] = "http"
+        headers["x-amzn-trace-id"] = f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
+
+        now = time.time()
+        stamp = time.gmtime(now)
+        domain = f"{self.host}:{self.port}"
+        context: dict[str, Any] = {
+            "accountId": ACCOUNT_ID,
+            "apiId": self.api_id,
+            "domainName": domain,
+            "domainPrefix": self.host.split(".")[0],
+            "http": {
+                "method": request.method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": request.source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": request_id,
+            "routeKey": route.key,
+            "stage": "$default",
+            "time": (
+                f"{stamp.tm_mday:02d}/{_MONTHS[stamp.tm_mon - 1]}/{stamp.tm_year}:"
+                f"{stamp.tm_hour:02d}:{stamp.tm_min:02d}:{stamp.tm_sec:02d} +0000"
+            ),
+            "timeEpoch": int(now * 1000),
+        }
+        if authorized is not None:
+            context["authorizer"] = {
+                "jwt": {
+                    "claims": {k: claim_string(v) for k, v in authorized.claims.items()},
+                    "scopes": list(authorized.scopes),
+                }
+            }
+        event: dict[str, Any] = {
+            "version": "2.0",
+            "routeKey": route.key,
+            "rawPath": path,
+            "rawQueryString": raw_query,
+        }
+        if cookies:
+            event["cookies"] = cookies
+        event["headers"] = headers
+        if raw_query:
+            query: dict[str, str] = {}
+            for name, value in parse_qsl(raw_query, keep_blank_values=True):
+                query[name] = f"{query[name]},{value}" if name in query else value
+            event["queryStringParameters"] = query
+        if path_parameters:
+            event["pathParameters"] = dict(path_parameters)
+        event["requestContext"] = context
+        if request.body:
+            try:
+                event["body"] = request.body.decode("utf-8")
+                event["isBase64Encoded"] = False
+            except UnicodeDecodeError:
+                event["body"] = base64.b64encode(request.body).decode()
+                event["isBase64Encoded"] = True
+        else:
+            event["isBase64Encoded"] = False
+        return event
+
+    def _invoke(self, event: dict[str, Any]) -> HttpResponse:
+        """Run the handler in its own thread, bounded by the integration timeout."""
+        request_id = str(event["requestContext"]["requestId"])
+        if len(json.dumps(event).encode()) > MAX_LAMBDA_PAYLOAD:
+            # Lambda refuses a synchronous invocation over 6 MB, so a body API
+            # Gateway accepted (up to 10 MB) can still never reach the function.
+            response = _message(413, "Request Entity Too Large")
+            response.note = f"event exceeds Lambda's {MAX_LAMBDA_PAYLOAD} bytes"
+            return response
+        deadline = time.monotonic() + self.timeout_s
+        if self._slots is not None and not self._slots.acquire(timeout=self.timeout_s):
+            self.log(f"{request_id}: no free slot within {self.timeout_s}s")
+            return _message(503, "Service Unavailable")
+        context = LambdaContext(
+            aws_request_id=str(uuid.uuid4()),
+            function_name=self.function_name,
+            memory_limit_in_mb=str(self.memory_limit_in_mb),
+            invoked_function_arn=(
+                f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:{self.function_name}"
+            ),
+            deadline=deadline,
+            log_group_name=f"/aws/lambda/{self.function_name}",
+        )
+        outcome: list[tuple[bool, Any]] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, self.handler(event, context)))
+            except BaseException:
+                outcome.append((False, traceback.format_exc()))
+            finally:
+                if self._slots is not None:
+                    self._slots.release()
+
+        worker = threading.Thread(target=run, name=f"lambda-{request_id}", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not outcome:
+            # API Gateway gives up at its integration timeout; the function runs on.
+            self.log(f"{request_id}: handler still running after {self.timeout_s}s")
+            return _message(503, "Service Unavailable")
+        ok, value = outcome[0]
+        if not ok:
+            self.log(f"{request_id}: handler raised:\n{value}")
+            return _message(500, "Internal Server Error")
+        return self.map_result(value, request_id)
+
+    def map_result(self, result: Any, request_id: str = "-") -> HttpResponse:
+        """The HTTP response API Gateway makes of a function result (payload 2.0)."""
+        # The runtime serialises the result as JSON; what does not serialise, or is
+        # over Lambda's response limit, is a function error, so 500.
+        try:
+            payload = json.dumps(result)
+        except (TypeError, ValueError) as exc:
+            self.log(f"{request_id}: result is not JSON-serialisable: {exc}")
+            return _message(500, "Internal Server Error")
+        if len(payload.encode()) > MAX_LAMBDA_PAYLOAD:
+            self.log(f"{request_id}: result exceeds Lambda's {MAX_LAMBDA_PAYLOAD} bytes")
+            return _message(500, "Internal Server Error")
+        value = json.loads(payload)
+        if not (isinstance(value, dict) and "statusCode" in value):
+            # No statusCode: 200, and the result itself is the JSON body.
+            body = value if isinstance(value, str) else payload
+            return HttpResponse(200, [("Content-Type", "application/json")], body.encode())
+        try:
+            return _structured_response(value)
+        except ValueError as exc:
+            self.log(f"{request_id}: malformed function response: {exc}")
+            return _message(500, "Internal Server Error")
+
+
+def _structured_response(value: dict[str, Any]) -> HttpResponse:
+    status = value["statusCode"]
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise ValueError(f"statusCode {status!r}")
+    headers: list[tuple[str, str]] = []
+    raw_headers = value.get("headers") or {}
+    if not isinstance(raw_headers, dict):
+        raise ValueError("headers is not an object")
+    for name, raw in raw_headers.items():
+        if name.lower() in _HOP_BY_HOP:
+            continue
+        if isinstance(raw, dict | list) or raw is None:
+            raise ValueError(f"header {name!r} is not a scalar")
+        text = claim_string(raw)
+        headers.append((name, text))
+    # Payload 2.0 has no multiValueHeaders: API Gateway ignores them, so do we.
+    for cookie in value.get("cookies") or []:
+        if not isinstance(cookie, str):
+            raise ValueError("cookies must be strings")
+        headers.append(("Set-Cookie", cookie))
+    for name, text in headers:
+        if not _TOKEN_CHARS.match(name) or any(c in text for c in "\r\n\0"):
+            raise ValueError(f"header {name!r} is not valid in HTTP")
+    body = value.get("body")
+    if body is None:
+        data = b""
+    elif not isinstance(body, str):
+        raise ValueError("body is not a string")
+    elif value.get("isBase64Encoded") is True:
+        try:
+            data = base64.b64decode(body, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"body is not base64: {exc}") from None
+    else:
+        data = body.encode()
+    return HttpResponse(status, headers, data)
+
+
+def _segment(workspace: str) -> str:
+    """A path segment for a URL we print: percent-encoded, so no quote or CRLF gets in."""
+    return quote(workspace, safe="-._~!$&'()*+,;=:@")
+
+
+# -- the HTTP layer -------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    gateway: ApiGateway
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    """Turns HTTP/1.1 into :class:`HttpRequest` and back; the gateway decides."""
+
+    server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as clients expect of API Gateway
+    timeout = 30  # idle keep-alive connections do not hold a thread for ever
+
+    def _handle(self) -> None:
+        started = time.monotonic()
+        gateway = self.server.gateway
+        request = self._read_request()
+        if request is None:
+            return
+        response = gateway.handle(request)
+        self._write(response)
+        if not gateway.quiet:
+            elapsed = (time.monotonic() - started) * 1000
+            path = urlsplit(self.path).path
+            note = f" ({response.note})" if response.note else ""
+            gateway.log(f"{self.command} {path} {response.status} {elapsed:.1f}ms{note}")
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _handle
+
+    def _read_request(self) -> HttpRequest | None:
+        headers: Message = self.headers
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=[(k, v) for k, v in headers.items()],
+            body=b"",
+            source_ip=self.client_address[0],
+        )
+        try:
+            if (headers.get("Transfer-Encoding") or "").lower() == "chunked":
+                body = self._read_chunked()
+            else:
+                length = int(headers.get("Content-Length") or 0)
+                if length < 0:
+                    raise ValueError(length)
+                body = None if length > MAX_REQUEST_BODY else self.rfile.read(length)
+        except ValueError:  # a malformed length or chunk size
+            self._write(_message(400, "Bad Request"), close=True)
+            return None
+        if body is None:
+            request.body_too_large = True
+        else:
+            request.body = body
+        return request
+
+    def _read_chunked(self) -> bytes | None:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size_line = self.rfile.readline(1024).split(b";")[0].strip()
+            size = int(size_line or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > MAX_REQUEST_BODY:
+                return None
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline(1024)  # the CRLF after each chunk
+
+    def _write(self, response: HttpResponse, *, close: bool = False) -> None:
+        # send_response_only: no ``Server`` header (API Gateway sends none).
+        self.send_response_only(response.status)
+        self.send_header("Date", self.date_time_string())
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        if close or response.close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silenced: the gateway logs one line per request itself."""

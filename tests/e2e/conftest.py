@@ -1,0 +1,85 @@
+"""The local stack (``make dev``'s DevStack) on the test database server, and the
+official MCP Python SDK client talking to it over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+import psycopg
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from memory_local.dev import DevStack
+
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="package")
+def stack(cluster, tmp_path_factory) -> Iterator[DevStack]:  # type: ignore[no-untyped-def]
+    saved = dict(os.environ)
+    dev = DevStack(
+        Path(tmp_path_factory.mktemp("dev")),
+        port=0,
+        admin_url=cluster.admin_url,
+        moto_seed=None,
+        quiet=True,
+        credentials={**cluster.passwords, "cursor_secret": "e2e-" + "s" * 40},
+    )
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="package")
+def owner_db(stack: DevStack) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(stack.info["database_url"], autocommit=True) as conn:
+        yield conn
+
+
+def run(coro: Awaitable[T]) -> T:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def connect(
+    stack: DevStack,
+    who: str,
+    *,
+    workspace: str = "acme",
+    mode: str = "auto",
+    context: str | None = None,
+):  # type: ignore[no-untyped-def]
+    headers = {"Authorization": f"Bearer {stack.info['tokens'][who]}"}
+    if context is not None:
+        headers["Memory-Context"] = context
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30))
+    async with (
+        http,
+        Client(
+            streamable_http_client(stack.info["workspaces"][workspace], http_client=http),
+            mode=mode,
+            cache=None,
+        ) as client,
+    ):  # type: ignore[arg-type]
+        yield client
+
+
+async def call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool call's structured result; tool errors come back as {"error": {...}}."""
+    result = await client.call_tool(tool, arguments)
+    structured = result.structured_content
+    assert structured is not None
+    return dict(structured)
+
+
+Call = Callable[..., Awaitable[dict[str, Any]]]
