@@ -59,7 +59,11 @@ class Database:
             conninfo,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "autocommit": False},
+            # No server-side prepared statements: a generic plan chosen after a few
+            # executions ignores the parameter values that make the listing and
+            # search predicates selective (measured: 1.9 ms custom vs 690 ms generic
+            # for a list page), and prepared statements would pin RDS Proxy sessions.
+            kwargs={"row_factory": dict_row, "autocommit": False, "prepare_threshold": None},
             open=True,
             timeout=5.0,
             # A pooled connection may have died (proxy idle timeout, SnapStart restore):
