@@ -141,3 +141,39 @@ def test_a_compromised_ranker_fails_the_request(world, store) -> None:  # type: 
         with pytest.raises(ToolError) as caught:
             memory_search(evil, agent.caller, SearchArgs(query="aardvark"))
         assert caught.value.code == "unavailable" and "integrity" in caught.value.message
+
+
+def test_phrases_quotes_and_odd_lexemes_survive_workspace_scoping(world) -> None:  # type: ignore[no-untyped-def]
+    ws, other = world.workspace(), world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    stranger = other.agent(other.person("eve"))
+    phrase = agent.write(
+        uri="memory://workspace/notes/p.md",
+        content="the release train leaves at noon",
+        expected_revision=0,
+    )
+    loose = agent.write(
+        uri="memory://workspace/notes/q.md",
+        content="train the team before the release",
+        expected_revision=0,
+    )
+    odd = agent.write(
+        uri="memory://workspace/notes/o.md",
+        content="O'Brien wrote C:\\temp\\x and 'quoted' ünïcödé",
+        expected_revision=0,
+    )
+    stranger.write(
+        uri="memory://workspace/notes/p.md",
+        content="the release train leaves at noon",
+        expected_revision=0,
+    )
+    assert {h["id"] for h in agent.search(query="release train")["hits"]} == {
+        phrase["id"],
+        loose["id"],
+    }
+    assert {h["id"] for h in agent.search(query='"release train"')["hits"]} == {phrase["id"]}
+    assert {h["id"] for h in agent.search(query="release -noon")["hits"]} == {loose["id"]}
+    assert {h["id"] for h in agent.search(query="O'Brien")["hits"]} == {odd["id"]}
+    assert {h["id"] for h in agent.search(query="ünïcödé")["hits"]} == {odd["id"]}
+    assert {h["id"] for h in agent.search(query="temp")["hits"]} == {odd["id"]}
+    assert agent.search(query="the and of")["hits"] == []  # only stop words: nothing, not an error
