@@ -6,14 +6,32 @@ which is built once per container (cold start) and reused by warm invocations.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from memory_server.runtime import build_service
 
 logger = Logger(service="memory-server")
-tracer = Tracer(service="memory-server")
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def _traced(handler: Handler) -> Handler:
+    """X-Ray tracing via Powertools Tracer, unless tracing is disabled.
+
+    The Tracer imports the X-Ray SDK and botocore: about 0.37 s of cold start
+    (measured). With tracing disabled that import is skipped entirely.
+    """
+    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() in ("1", "true"):
+        return handler
+    from aws_lambda_powertools import Tracer
+
+    tracer = Tracer(service="memory-server")
+    # Responses hold memory content: never captured into traces.
+    traced: Handler = tracer.capture_lambda_handler(handler, capture_response=False)
+    return traced
 
 
 def _observe(tool: str, elapsed_ms: float, error_code: str | None) -> None:
@@ -33,8 +51,8 @@ def _observe(tool: str, elapsed_ms: float, error_code: str | None) -> None:
 service = build_service(observer=_observe)
 
 
+@_traced
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)  # responses hold memory content
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     claims = (
         ((event.get("requestContext") or {}).get("authorizer") or {})
