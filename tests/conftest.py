@@ -67,8 +67,11 @@ def cluster() -> Iterator[Cluster]:
         with psycopg.connect(owner_url) as owner:
             migrate.migrate(owner, ROOT / "infra" / "migrations")
         auditor_url = _with_credentials(admin_url, migrate.AUDITOR_ROLE, runtime_password, database)
-        passwords = {"owner": owner_password, "runtime": runtime_password,
-                     "auditor": runtime_password}
+        passwords = {
+            "owner": owner_password,
+            "runtime": runtime_password,
+            "auditor": runtime_password,
+        }
         yield Cluster(db_admin_url, owner_url, runtime_url, auditor_url, passwords)
     finally:
         if server is not None:

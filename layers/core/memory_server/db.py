@@ -8,7 +8,7 @@ those settings; the application's own queries pass the same values as parameters
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -54,7 +54,9 @@ def request_settings(caller: Caller, timeout_ms: int) -> dict[str, str]:
 class Database:
     """A small pool of runtime-role connections (one per Lambda container is typical)."""
 
-    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 4) -> None:
+    def __init__(
+        self, conninfo: str | Callable[[], str], *, min_size: int = 1, max_size: int = 4
+    ) -> None:
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             conninfo,
             min_size=min_size,

@@ -48,6 +48,15 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 
+_PRIVILEGED_ATTRIBUTES = (
+    "rolsuper",
+    "rolcreatedb",
+    "rolcreaterole",
+    "rolbypassrls",
+    "rolreplication",
+)
+
+
 def bootstrap(
     admin: psycopg.Connection,
     *,
@@ -57,7 +66,12 @@ def bootstrap(
 ) -> None:
     """Create (or update) the roles and the schema. Idempotent.
 
-    The auditor role gets the runtime password unless one is given.
+    Works for a superuser (local, tests) and for a cluster master user that is not
+    one (Aurora/RDS: CREATEROLE but not SUPERUSER). Such a user may not change a
+    role's privileged attributes, even to switch them off, so on a re-run it only
+    sets LOGIN and the password and verifies the attributes instead; and on
+    PostgreSQL 16 it must grant itself SET on the owner role before creating a
+    schema owned by it. The auditor role gets the runtime password unless one is given.
     """
     database = admin.info.dbname
     roles = (
@@ -66,14 +80,40 @@ def bootstrap(
         (AUDITOR_ROLE, auditor_password or runtime_password),
     )
     with admin.transaction():
+        superuser = _scalar(admin, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
         for role, password in roles:
-            exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-            verb = sql.SQL("ALTER") if exists else sql.SQL("CREATE")
+            exists = _scalar(admin, "SELECT true FROM pg_roles WHERE rolname = %s", role)
+            if exists and not superuser:
+                admin.execute(
+                    sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
+                        sql.Identifier(role), sql.Literal(password)
+                    )
+                )
+                _require_unprivileged(admin, role)
+                continue
             admin.execute(
                 sql.SQL(
                     "{} ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS "
                     "NOREPLICATION PASSWORD {}"
-                ).format(verb, sql.Identifier(role), sql.Literal(password))
+                ).format(
+                    sql.SQL("ALTER" if exists else "CREATE"),
+                    sql.Identifier(role),
+                    sql.Literal(password),
+                )
+            )
+        for role in (RUNTIME_ROLE, AUDITOR_ROLE):
+            if _scalar(admin, "SELECT pg_has_role(%s, %s, 'MEMBER')", role, OWNER_ROLE):
+                raise MigrationError(f"{role} must not be a member of {OWNER_ROLE}")
+        # On PostgreSQL 16 the creator of a role holds it WITH ADMIN but not SET;
+        # INHERIT stays off so the administrator acts as the owner only when it says so.
+        needs_set = not superuser and admin.info.server_version >= 160000
+        if needs_set and not _scalar(
+            admin, "SELECT pg_has_role(current_user, %s, 'SET')", OWNER_ROLE
+        ):
+            admin.execute(
+                sql.SQL("GRANT {} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE").format(
+                    sql.Identifier(OWNER_ROLE)
+                )
             )
         admin.execute(
             sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO {}").format(
@@ -99,6 +139,23 @@ def bootstrap(
                     sql.Identifier(role), sql.Identifier(SCHEMA)
                 )
             )
+
+
+def _scalar(conn: psycopg.Connection, statement: str, *params: object) -> object:
+    row = conn.execute(statement.encode(), params or None).fetchone()
+    return row[0] if row else None
+
+
+def _require_unprivileged(admin: psycopg.Connection, role: str) -> None:
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in _PRIVILEGED_ATTRIBUTES)
+    row = admin.execute(
+        sql.SQL("SELECT {} FROM pg_roles WHERE rolname = %s").format(columns), (role,)
+    ).fetchone()
+    held = [name for name, value in zip(_PRIVILEGED_ATTRIBUTES, row or (), strict=False) if value]
+    if held:
+        raise MigrationError(
+            f"role {role} holds {held}; only a superuser can remove them: fix it by hand"
+        )
 
 
 def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:

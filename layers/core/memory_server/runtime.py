@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from . import aws_config
 from .db import Database
 from .service import McpService, Observer, Settings
 
@@ -23,7 +24,11 @@ def build_service(
     env: Mapping[str, str] = os.environ, *, observer: Observer | None = None
 ) -> McpService:
     settings = Settings.from_env(env)
-    db = Database(settings.database_url, min_size=1, max_size=int(env.get("DB_POOL_SIZE", "1")))
+    db = Database(
+        aws_config.database_conninfo(env),  # a token per connection with DB_IAM_AUTH
+        min_size=1,
+        max_size=int(env.get("DB_POOL_SIZE", "1")),
+    )
     events_client = dynamodb_client = None
     if settings.audit_bus or settings.idempotency_table:
         import boto3  # only when AWS services are configured

@@ -1,0 +1,40 @@
+"""Scheduled audit sweeper: publishes the outbox rows the endpoint could not.
+
+Runs every minute (EventBridge schedule) as ``memory_auditor``, a role that can only
+claim and mark outbox rows (migration ``0005``), through RDS Proxy with an IAM token.
+One short connection per run: nothing is held between runs, so an idle deployment
+keeps no database connection open. Rows that fail to publish stay for the next run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger
+from memory_server import audit, aws_config
+
+logger = Logger(service="memory-server-sweeper")
+_events = boto3.client("events")  # created once per container
+_BATCH = 500
+_RESERVE_MS = 5000  # stop starting batches this close to the timeout
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    sink = audit.EventBridgeSink(_events, os.environ["AUDIT_BUS_NAME"])
+    published = failed = 0
+    with aws_config.connect(os.environ, autocommit=True) as auditor:
+        while True:
+            done, missed = audit.sweep(auditor, sink, limit=_BATCH)
+            published, failed = published + done, failed + missed
+            # A full, clean batch may mean a backlog (after an EventBridge outage): go on.
+            backlog = done == _BATCH
+            if not backlog or context.get_remaining_time_in_millis() < _RESERVE_MS:
+                break
+    if published or failed:
+        logger.info("swept", extra={"published": published, "failed": failed})
+    if failed:
+        logger.warning("audit events left for the next run", extra={"failed": failed})
+    return {"published": published, "failed": failed}

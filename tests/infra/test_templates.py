@@ -1,0 +1,439 @@
+"""The deployment templates: linted, transformed offline, and checked for what matters."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_server import aws_config, migrate, runtime
+from memory_server.grants import SCOPE_GRANTS
+
+from tests.infra.conftest import NESTED, ROOT, TEMPLATE, resources_of
+
+FUNCTIONS = ("McpFunction", "AuditSweeperFunction", "MigrationFunction")
+ROLES = {
+    "McpFunction": "McpRole",
+    "AuditSweeperFunction": "AuditSweeperRole",
+    "MigrationFunction": "MigrationRole",
+}
+MCP_PATH = "/w/{workspace}/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource/w/{workspace}/mcp"
+
+# Actions AWS does not let a policy scope to a resource, and which are therefore
+# granted on "*" (each named where it is used in template.yaml):
+# - the EC2 network-interface actions a VPC-attached Lambda function needs
+#   (the content of AWSLambdaVPCAccessExecutionRole),
+# - X-Ray segment upload (AWSXRayDaemonWriteAccess).
+UNSCOPABLE = {
+    "ec2:CreateNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+}
+READ_ONLY = re.compile(r"^[a-z0-9-]+:(Describe|Get|List)[A-Za-z]*$")
+
+
+# -- lint and transform --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lint() -> subprocess.CompletedProcess[str]:
+    # Once for all templates (a few seconds); cfn-lint applies the SAM transform itself.
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    files = [TEMPLATE, *NESTED.values()]
+    return subprocess.run(
+        [str(cfn_lint), "--format", "json", *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+def test_cfn_lint_passes_on_every_template(lint: subprocess.CompletedProcess[str]) -> None:
+    findings = json.loads(lint.stdout or "[]")
+    described = [
+        f"{f['Rule']['Id']} {f['Filename']}:{f['Location']['Start']['LineNumber']} {f['Message']}"
+        for f in findings
+    ]
+    assert lint.returncode == 0 and not findings, "\n".join(described) or lint.stderr
+
+
+def test_sam_translator_transforms_offline(transformed: dict[str, Any]) -> None:
+    kinds = {r["Type"] for r in transformed["Resources"].values()}
+    assert "AWS::Serverless::Function" not in kinds
+    for name in FUNCTIONS:
+        assert transformed["Resources"][name]["Type"] == "AWS::Lambda::Function"
+    assert resources_of(transformed, "AWS::ApiGatewayV2::Api")
+
+
+def test_nested_stacks_are_wired_to_their_templates(
+    sam_template: dict[str, Any], nested_templates: dict[str, dict[str, Any]]
+) -> None:
+    for name, path in NESTED.items():
+        stack = sam_template["Resources"][name]
+        assert stack["Type"] == "AWS::CloudFormation::Stack"
+        assert stack["Properties"]["TemplateURL"] == path.relative_to(ROOT).as_posix()
+        nested = nested_templates[name]
+        passed = set(stack["Properties"].get("Parameters", {}))
+        declared = nested["Parameters"]
+        assert passed <= set(declared), f"{name}: unknown parameters {passed - set(declared)}"
+        required = {p for p, spec in declared.items() if "Default" not in spec}
+        assert required <= passed, f"{name}: missing parameters {required - passed}"
+        used = set(re.findall(rf"{name}\.Outputs\.(\w+)", json.dumps(sam_template)))
+        assert used <= set(nested["Outputs"]), (
+            f"{name}: unknown outputs {used - set(nested['Outputs'])}"
+        )
+
+
+# -- API and authorization -----------------------------------------------------------
+
+
+def _routes(transformed: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    (api,) = resources_of(transformed, "AWS::ApiGatewayV2::Api").values()
+    for path, methods in api["Properties"]["Body"]["paths"].items():
+        for method, spec in methods.items():
+            yield path, method, spec
+
+
+def test_authorizer_is_on_every_mcp_route_and_only_metadata_is_public(
+    transformed: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    routes = list(_routes(transformed))
+    assert {path for path, _, _ in routes} == {MCP_PATH, METADATA_PATH}
+    for path, method, spec in routes:
+        (security,) = spec["security"]
+        if path == METADATA_PATH:
+            assert (method, security) == ("get", {"NONE": []})
+        else:
+            # Any one of the memory/* scopes; the exact grant is the handler's and the
+            # database's business.
+            assert set(security) == {"CognitoJwt"}
+            assert set(security["CognitoJwt"]) == set(SCOPE_GRANTS)
+
+    (api,) = resources_of(transformed, "AWS::ApiGatewayV2::Api").values()
+    scheme = api["Properties"]["Body"]["components"]["securitySchemes"]["CognitoJwt"]
+    authorizer = scheme["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "jwt"
+    assert authorizer["identitySource"] == "$request.header.Authorization"
+    issuer = authorizer["jwtConfiguration"]["issuer"]
+    assert issuer == {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"}
+    audience = json.dumps(authorizer["jwtConfiguration"]["audience"])
+    assert '"Ref": "PeopleClient"' in audience and "AgentClientIds" in audience
+    assert sam_template["Resources"]["HttpApi"]["Properties"]["Auth"]["DefaultAuthorizer"] == (
+        "CognitoJwt"
+    )
+
+
+def test_resource_server_declares_exactly_the_contract_scopes(sam_template: dict[str, Any]) -> None:
+    server = sam_template["Resources"]["MemoryResourceServer"]["Properties"]
+    scopes = {f"{server['Identifier']}/{s['ScopeName']}" for s in server["Scopes"]}
+    assert scopes == set(SCOPE_GRANTS)
+    people = sam_template["Resources"]["PeopleClient"]["Properties"]
+    assert people["AllowedOAuthFlows"] == ["code"] and people["GenerateSecret"] is False
+    agent = sam_template["Resources"]["ExampleAgentClient"]["Properties"]
+    assert agent["AllowedOAuthFlows"] == ["client_credentials"] and agent["GenerateSecret"]
+    assert set(agent["AllowedOAuthScopes"]) <= set(SCOPE_GRANTS)
+
+
+# -- IAM -----------------------------------------------------------------------------
+
+
+def _branches(value: Any) -> Iterator[Any]:
+    """Both sides of an Fn::If (conditional statements and policies), dropping NoValue."""
+    if isinstance(value, dict) and "Fn::If" in value:
+        for side in value["Fn::If"][1:]:
+            yield from _branches(side)
+    elif value != {"Ref": "AWS::NoValue"}:
+        yield value
+
+
+def _statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, role in resources_of(template, "AWS::IAM::Role").items():
+        for policy in role["Properties"].get("Policies", []):
+            for branch in _branches(policy):
+                for statement in branch["PolicyDocument"]["Statement"]:
+                    yield name, statement
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_policy_grants_write_actions_on_wildcard_resources(
+    transformed: dict[str, Any], nested_templates: dict[str, dict[str, Any]]
+) -> None:
+    templates = {"template.yaml": transformed, **nested_templates}
+    checked = 0
+    for template in templates.values():
+        for role in resources_of(template, "AWS::IAM::Role").values():
+            # Managed policies would hide what is granted; everything is inline.
+            assert not role["Properties"].get("ManagedPolicyArns")
+        assert not resources_of(template, "AWS::IAM::Policy")
+        assert not resources_of(template, "AWS::IAM::ManagedPolicy")
+        for role_name, statement in _statements(template):
+            checked += 1
+            assert statement["Effect"] == "Allow" and "NotAction" not in statement
+            actions = _listed(statement["Action"])
+            assert not [a for a in actions if "*" in a], f"{role_name}: wildcard action"
+            resources = [r for value in _listed(statement["Resource"]) for r in _branches(value)]
+            if "*" in resources:
+                writes = [a for a in actions if not READ_ONLY.match(a) and a not in UNSCOPABLE]
+                assert not writes, f"{role_name} grants {writes} on *"
+            else:
+                assert not [r for r in resources if isinstance(r, str) and "*" in r]
+    assert checked >= 12
+
+
+def _role_actions(template: dict[str, Any], role: str) -> dict[str, list[Any]]:
+    granted: dict[str, list[Any]] = {}
+    for name, statement in _statements(template):
+        if name == role:
+            for action in _listed(statement["Action"]):
+                granted.setdefault(action, []).extend(_listed(statement["Resource"]))
+    return granted
+
+
+def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) -> None:
+    for function, role in ROLES.items():
+        props = transformed["Resources"][function]["Properties"]
+        assert props["Role"] == {"Fn::GetAtt": [role, "Arn"]}
+    mcp = _role_actions(transformed, "McpRole")
+    sweeper = _role_actions(transformed, "AuditSweeperRole")
+    migration = _role_actions(transformed, "MigrationRole")
+    table = {"Fn::GetAtt": ["IdempotencyTable", "Arn"]}
+    bus = {"Fn::GetAtt": ["AuditBus", "Arn"]}
+    for action in (
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+    ):
+        assert mcp[action] == [table]
+    assert mcp["events:PutEvents"] == [bus] and sweeper["events:PutEvents"] == [bus]
+    assert not [a for a in sweeper if a.startswith(("dynamodb:", "secretsmanager:"))]
+    assert not [a for a in mcp if a.startswith("secretsmanager:")]  # cursor key: deploy-time
+    assert not [a for a in migration if a.startswith(("dynamodb:", "events:", "rds-db:"))]
+    secrets = json.dumps(migration["secretsmanager:GetSecretValue"])
+    for secret in ("OwnerDbSecret", "RuntimeDbSecret", "AuditorDbSecret", "MasterSecretArn"):
+        assert secret in secrets
+
+
+def _db_user(template: dict[str, Any], role: str) -> str:
+    (resource,) = _role_actions(template, role)["rds-db:connect"]
+    arn = resource["Fn::Sub"][0]
+    match = re.fullmatch(r"arn:\$\{AWS::Partition\}:rds-db:.*:dbuser:\$\{ProxyId\}/(\w+)", arn)
+    assert match, arn
+    return match[1]
+
+
+def test_runtime_db_role_is_not_the_migration_role(
+    transformed: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    assert _db_user(transformed, "McpRole") == migrate.RUNTIME_ROLE
+    assert _db_user(transformed, "AuditSweeperRole") == migrate.AUDITOR_ROLE
+
+    def url_user(function: str) -> str:
+        url = transformed["Resources"][function]["Properties"]["Environment"]["Variables"][
+            "DATABASE_URL"
+        ]["Fn::Sub"][0]
+        return str(re.match(r"postgresql://(\w+)@", url)[1])  # type: ignore[index]
+
+    assert url_user("McpFunction") == migrate.RUNTIME_ROLE
+    assert url_user("AuditSweeperFunction") == migrate.AUDITOR_ROLE
+
+    # The migration function logs in as the owner with the owner secret's password.
+    env = sam_template["Resources"]["MigrationFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["OWNER_SECRET_ARN"] == {"Ref": "OwnerDbSecret"}
+    secret_users = {
+        name: json.loads(
+            sam_template["Resources"][name]["Properties"]["GenerateSecretString"][
+                "SecretStringTemplate"
+            ]
+        )["username"]
+        for name in ("OwnerDbSecret", "RuntimeDbSecret", "AuditorDbSecret")
+    }
+    assert secret_users == {
+        "OwnerDbSecret": migrate.OWNER_ROLE,
+        "RuntimeDbSecret": migrate.RUNTIME_ROLE,
+        "AuditorDbSecret": migrate.AUDITOR_ROLE,
+    }
+    assert migrate.RUNTIME_ROLE != migrate.OWNER_ROLE
+    assert len({migrate.RUNTIME_ROLE, migrate.AUDITOR_ROLE, migrate.OWNER_ROLE}) == 3
+
+
+# -- functions -----------------------------------------------------------------------
+
+
+def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) -> None:
+    env = transformed["Resources"]["McpFunction"]["Properties"]["Environment"]["Variables"]
+    assert set(env) == set(runtime.ENVIRONMENT) | set(aws_config.ENVIRONMENT)
+    assert env["DB_IAM_AUTH"] == "true"
+    assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
+    assert env["AUDIT_BUS_NAME"] == {"Ref": "AuditBus"}
+    assert "{{resolve:secretsmanager:${CursorSecret}" in json.dumps(env["CURSOR_SECRET"])
+    assert "sslmode=require" in env["DATABASE_URL"]["Fn::Sub"][0]
+
+
+def test_functions_run_python_312_on_arm64_in_the_vpc(transformed: dict[str, Any]) -> None:
+    for name in FUNCTIONS:
+        props = transformed["Resources"][name]["Properties"]
+        assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
+        assert props["VpcConfig"]["SecurityGroupIds"]
+        assert props["LoggingConfig"]["LogGroup"]["Ref"].endswith("LogGroup")
+    mcp = transformed["Resources"]["McpFunction"]["Properties"]
+    assert mcp["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert resources_of(transformed, "AWS::Lambda::Alias")
+    assert transformed["Resources"]["McpFunction"]["DependsOn"] == "DatabaseMigrations" or (
+        "DatabaseMigrations" in transformed["Resources"]["McpFunction"]["DependsOn"]
+    )
+
+
+def test_sweeper_runs_every_minute_by_default(sam_template: dict[str, Any]) -> None:
+    sweeper = sam_template["Resources"]["AuditSweeperFunction"]["Properties"]
+    assert sweeper["Events"]["Sweep"]["Type"] == "Schedule"
+    assert sweeper["Events"]["Sweep"]["Properties"]["Schedule"] == {"Ref": "AuditSweepSchedule"}
+    assert sam_template["Parameters"]["AuditSweepSchedule"]["Default"] == "rate(1 minute)"
+    assert set(sweeper["Environment"]["Variables"]) == {
+        "DATABASE_URL",
+        "DB_IAM_AUTH",
+        "AUDIT_BUS_NAME",
+    }
+
+
+def test_migrations_ship_as_a_layer_of_the_repository_sql(
+    sam_template: dict[str, Any], transformed: dict[str, Any]
+) -> None:
+    layer = sam_template["Resources"]["MigrationsLayer"]
+    assert layer["Properties"]["ContentUri"] == "infra/migrations/"
+    assert "Metadata" not in layer  # no build step: packaged exactly as it is
+    assert migrate.load_migrations(ROOT / "infra" / "migrations")
+    props = transformed["Resources"]["MigrationFunction"]["Properties"]
+    assert props["Environment"]["Variables"]["MIGRATIONS_DIR"] == "/opt"  # layers mount there
+    layer_refs = json.dumps(props["Layers"])
+    assert "MigrationsLayer" in layer_refs and "CoreLayer" in layer_refs
+    custom = transformed["Resources"]["DatabaseMigrations"]
+    assert custom["Properties"]["ServiceToken"] == {"Fn::GetAtt": ["MigrationFunction", "Arn"]}
+    # A new layer version (changed SQL or shared code) changes the properties: Update.
+    assert custom["Properties"]["MigrationsLayer"]["Ref"].startswith("MigrationsLayer")
+    assert custom["Properties"]["CoreLayer"]["Ref"].startswith("CoreLayer")
+
+
+# -- data stores ---------------------------------------------------------------------
+
+
+def test_database_is_private_encrypted_and_can_pause(
+    nested_templates: dict[str, dict[str, Any]],
+) -> None:
+    db = nested_templates["DatabaseStack"]
+    (cluster,) = resources_of(db, "AWS::RDS::DBCluster").values()
+    props = cluster["Properties"]
+    assert props["StorageEncrypted"] is True and props["Engine"] == "aurora-postgresql"
+    assert props["ManageMasterUserPassword"] is True and "MasterUserPassword" not in props
+    assert cluster["DeletionPolicy"] == "Snapshot"
+    assert props["ServerlessV2ScalingConfiguration"]["MinCapacity"] == {"Ref": "MinCapacity"}
+    assert db["Parameters"]["MinCapacity"]["Default"] == 0
+    version = db["Parameters"]["EngineVersion"]["Default"]
+    assert re.fullmatch(r"16\.\d+", version) and int(version.split(".")[1]) >= 3
+    instances = resources_of(db, "AWS::RDS::DBInstance")
+    assert instances
+    for instance in instances.values():
+        assert instance["Properties"]["PubliclyAccessible"] is False
+        assert instance["Properties"]["DBInstanceClass"] == "db.serverless"
+
+
+def test_proxy_requires_iam_and_tls_and_admits_only_the_functions(
+    nested_templates: dict[str, dict[str, Any]],
+) -> None:
+    db = nested_templates["DatabaseStack"]
+    (proxy,) = resources_of(db, "AWS::RDS::DBProxy").values()
+    assert proxy["Properties"]["RequireTLS"] is True
+    auth = proxy["Properties"]["Auth"]
+    assert auth and all(a["IAMAuth"] == "REQUIRED" for a in auth)
+    assert {a["SecretArn"]["Ref"] for a in auth} == {"RuntimeSecretArn", "AuditorSecretArn"}
+    for group in resources_of(db, "AWS::EC2::SecurityGroup").values():
+        for rule in group["Properties"].get("SecurityGroupIngress", []):
+            assert "CidrIp" not in rule and "CidrIpv6" not in rule  # security groups only
+            assert (rule["FromPort"], rule["ToPort"]) == (5432, 5432)
+
+
+def test_network_has_no_internet_route_and_the_endpoints_it_needs(
+    nested_templates: dict[str, dict[str, Any]],
+) -> None:
+    net = nested_templates["NetworkStack"]
+    for kind in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::Route"):
+        assert not resources_of(net, kind)
+    endpoints = {
+        r["Properties"]["ServiceName"]["Fn::Sub"].rsplit(".", 1)[1]: r["Properties"][
+            "VpcEndpointType"
+        ]
+        for r in resources_of(net, "AWS::EC2::VPCEndpoint").values()
+    }
+    assert endpoints == {
+        "dynamodb": "Gateway",
+        "s3": "Gateway",  # the custom resource's response URL
+        "events": "Interface",
+        "secretsmanager": "Interface",
+    }
+    subnets = resources_of(net, "AWS::EC2::Subnet")
+    zones = {json.dumps(s["Properties"]["AvailabilityZone"]) for s in subnets.values()}
+    assert len(subnets) == 2 and len(zones) == 2
+
+
+def test_idempotency_table_is_on_demand_with_ttl(sam_template: dict[str, Any]) -> None:
+    table = sam_template["Resources"]["IdempotencyTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
+
+
+def test_audit_bus_has_an_archive(sam_template: dict[str, Any]) -> None:
+    resources = sam_template["Resources"]
+    assert resources["AuditBus"]["Type"] == "AWS::Events::EventBus"
+    assert sam_template["Parameters"]["AuditBusName"]["Default"] == "memory-audit"
+    archives = resources_of(sam_template, "AWS::Events::Archive")
+    assert [a["Properties"]["SourceArn"] for a in archives.values()] == [
+        {"Fn::GetAtt": ["AuditBus", "Arn"]}
+    ]
+
+
+def test_outputs_name_the_endpoint_pool_issuer_bus_and_table(sam_template: dict[str, Any]) -> None:
+    outputs = sam_template["Outputs"]
+    endpoint = outputs["McpEndpointUrlPattern"]["Value"]["Fn::Sub"]
+    assert (
+        endpoint == "https://${HttpApi}.execute-api.${AWS::Region}.amazonaws.com/w/{workspace}/mcp"
+    )
+    for name in ("UserPoolId", "UserPoolIssuer", "AuditBusName", "IdempotencyTableName"):
+        assert name in outputs
+
+
+# -- samconfig -----------------------------------------------------------------------
+
+
+def test_samconfig_defines_dev_and_prod(sam_template: dict[str, Any]) -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    for env, stack in (("default", "memory-server-dev"), ("prod", "memory-server-prod")):
+        deploy = config[env]["deploy"]["parameters"]
+        assert deploy["stack_name"] == stack
+        assert deploy["confirm_changeset"] is True
+        assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
+        overrides = dict(re.findall(r'(\w+)="([^"]*)"', deploy["parameter_overrides"]))
+        assert overrides["Environment"] == ("prod" if env == "prod" else "dev")
+        assert set(overrides) <= set(sam_template["Parameters"]), set(overrides) - set(
+            sam_template["Parameters"]
+        )
+    prod = dict(
+        re.findall(
+            r'(\w+)="([^"]*)"', config["prod"]["deploy"]["parameters"]["parameter_overrides"]
+        )
+    )
+    assert prod["DbDeletionProtection"] == "true"
