@@ -274,3 +274,51 @@ def test_resources(service, world) -> None:  # type: ignore[no-untyped-def]
         status, body = modern_call(service, ws, who, "resources/read", {"uri": uri})
         answers.append((status, body["error"]["code"], body["error"]["message"]))
     assert answers[0] == answers[1]
+
+
+def test_bad_calls_are_errors_and_write_nothing(service, world, owner) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    alice = ws.person("alice")
+
+    def revisions() -> int:
+        row = owner.execute(
+            "SELECT count(*) FROM memory.revisions WHERE workspace_id = %s", (ws.id,)
+        ).fetchone()
+        return int(row[0])
+
+    cases = [
+        {
+            "uri": "memory://me/notes/a.md",
+            "content": "x" * 70_000,
+            "expected_revision": 0,
+        },  # oversized
+        {
+            "uri": "memory://me/notes/a.md",
+            "content": "é" * 40_000,
+            "expected_revision": 0,
+        },  # too many bytes
+        {"uri": "memory://me/notes/a.md", "content": 5, "expected_revision": 0},  # wrong type
+        {
+            "uri": "memory://me/notes/a.md",
+            "content": "x",
+            "expected_revision": 0,
+            "owner": "bob",
+        },  # extra
+        {"uri": "memory://me/notes/../a.md", "content": "x", "expected_revision": 0},  # traversal
+        {"uri": "memory://me/notes/a.md", "content": "x"},  # missing expected_revision
+        {"uri": "memory://me/notes/a.md", "content": "a\x00b", "expected_revision": 0},  # NUL
+    ]
+    for arguments in cases:
+        status, body = legacy_call(
+            service, ws, alice, "tools/call", {"name": "memory_write", "arguments": arguments}
+        )
+        assert status == 200, body
+        result = body["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["code"] in ("invalid_argument", "too_large")
+        assert "Traceback" not in json.dumps(body)
+    status, body = legacy_call(
+        service, ws, alice, "tools/call", {"name": "memory_write", "arguments": "not an object"}
+    )
+    assert status == 200 and body["error"]["code"] == -32602
+    assert revisions() == 0
