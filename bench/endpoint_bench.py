@@ -1,0 +1,240 @@
+"""Endpoint benchmark: handler overhead over the store call, and cold start.
+
+Run as ``python -m bench.endpoint_bench`` (see docs/endpoint.md). Starts its own
+small embedded PostgreSQL under ``.tmp/endpoint-bench`` unless ``DATABASE_URL`` is
+set, seeds one workspace, then:
+
+- **warm overhead**: the same ``memory_read`` and ``memory_search`` timed through the
+  whole Lambda handler (API Gateway v2 event in, response out: auth context, caller
+  resolution, JSON-RPC, validation, formatting) and as the bare store operation; the
+  difference per call is what the endpoint adds;
+- **cold start**: a fresh interpreter imports ``functions/mcp/app.py`` (building the
+  service) and answers its first request; timed end to end, several runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from memory_local.postgres import EmbeddedPostgres
+from memory_server import migrate, operator
+from memory_server.contexts import parse_context
+from memory_server.db import Database
+from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.models import ReadArgs, SearchArgs, WriteArgs
+from memory_server.operations import memory_read, memory_search, memory_write
+from memory_server.service import McpService, Settings
+from memory_server.store import Store, resolve_caller
+
+ROOT = Path(__file__).resolve().parents[1]
+SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
+COLD_START_SCRIPT = """
+import json, os, sys, time
+t0 = time.perf_counter()
+import importlib.util
+spec = importlib.util.spec_from_file_location("app", sys.argv[1])
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+t1 = time.perf_counter()
+event = json.loads(sys.argv[2])
+class Ctx:
+    function_name = "McpFunction"; memory_limit_in_mb = 512; aws_request_id = "cold"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:McpFunction"
+    def get_remaining_time_in_millis(self): return 10000
+response = app.handler(event, Ctx())
+t2 = time.perf_counter()
+assert response["statusCode"] == 200, response
+print(json.dumps({"init_ms": (t1 - t0) * 1000, "first_request_ms": (t2 - t1) * 1000}))
+"""
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99)}
+
+
+def event(workspace: str, subject: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "rawPath": f"/w/{workspace}/mcp",
+        "headers": {"content-type": "application/json", "mcp-protocol-version": "2025-11-25"},
+        "pathParameters": {"workspace": workspace},
+        "requestContext": {
+            "http": {"method": "POST"},
+            "requestId": str(uuid.uuid4()),
+            "domainName": "bench.local",
+            "authorizer": {
+                "jwt": {"claims": {"sub": subject, "token_use": "access"}, "scopes": SCOPES}
+            },
+        },
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def timed(fn: Any, iterations: int) -> list[float]:
+    for _ in range(min(50, iterations)):
+        fn()
+    samples = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--cold-runs", type=int, default=7)
+    args = parser.parse_args()
+
+    server = None
+    admin_url = os.environ.get("DATABASE_URL")
+    if not admin_url:
+        server = EmbeddedPostgres(ROOT / ".tmp" / "endpoint-bench", durable=False)
+        admin_url = server.start()
+    try:
+        passwords = {"owner": secrets.token_urlsafe(12), "runtime": secrets.token_urlsafe(12)}
+        host = admin_url.split("@", 1)[1].rsplit("/", 1)[0]
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            migrate.bootstrap(
+                admin, owner_password=passwords["owner"], runtime_password=passwords["runtime"]
+            )
+        database = admin_url.rsplit("/", 1)[1]
+        owner_url = f"postgresql://memory_owner:{passwords['owner']}@{host}/{database}"
+        runtime_url = f"postgresql://memory_runtime:{passwords['runtime']}@{host}/{database}"
+        with psycopg.connect(owner_url) as owner:
+            migrate.migrate(owner, migrate.default_migrations_dir())
+        slug, subject = f"bench-{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex}"
+        with psycopg.connect(owner_url, autocommit=True) as owner:
+            ws = operator.create_workspace(owner, slug, memory_enabled=True)
+            pid = operator.ensure_principal(owner, "person", subject, "bench")
+            operator.set_membership(owner, ws, pid, ALL_GRANTS)
+
+        db = Database(runtime_url, max_size=2)
+        store = Store(db, b"b" * 32)
+        membership = resolve_caller(
+            db, workspace=slug, subject=subject, scopes=SCOPES, context=parse_context(None)
+        )
+        assert membership is not None
+        caller = membership.caller
+        for i in range(200):
+            memory_write(
+                store,
+                caller,
+                WriteArgs(
+                    uri=f"memory://workspace/notes/n{i}.md",
+                    expected_revision=0,
+                    content=f"# Note {i}\nThe quarterly planning notes mention budget item {i}.",
+                    source=None,
+                    context=None,
+                ),
+            )
+        service = McpService(Settings(runtime_url, b"b" * 32, "https://issuer.example"), db)
+
+        read_args = ReadArgs(
+            uri="memory://workspace/notes/n7.md", offset=0, max_bytes=16384, history=False
+        )
+        search_args = SearchArgs(
+            query="quarterly budget", namespace="all", kinds=["memories", "notes"], limit=8
+        )
+        cases = {
+            "memory_read": (
+                lambda: memory_read(store, caller, read_args),
+                {"name": "memory_read", "arguments": {"uri": read_args.uri}},
+            ),
+            "memory_search": (
+                lambda: memory_search(store, caller, search_args),
+                {"name": "memory_search", "arguments": {"query": search_args.query}},
+            ),
+        }
+        results: dict[str, Any] = {}
+        for name, (bare, params) in cases.items():
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+            def through_handler(body: dict[str, Any] = body) -> None:
+                response = service.handle(event(slug, subject, body))
+                assert response["statusCode"] == 200
+
+            store_ms = timed(bare, args.iterations)
+            handler_ms = timed(through_handler, args.iterations)
+            results[name] = {
+                "store": percentiles(store_ms),
+                "handler": percentiles(handler_ms),
+                "overhead": {
+                    k: percentiles(handler_ms)[k] - percentiles(store_ms)[k]
+                    for k in ("p50", "p95", "p99")
+                },
+            }
+        db.close()
+
+        cold = []
+        env = {
+            **os.environ,
+            "DATABASE_URL": runtime_url,
+            "CURSOR_SECRET": "c" * 40,
+            "AUTH_ISSUER": "https://issuer.example",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+        }
+        first = json.dumps(
+            event(
+                slug,
+                subject,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": cases["memory_read"][1],
+                },
+            )
+        )
+        for _ in range(args.cold_runs):
+            started = time.perf_counter()
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    COLD_START_SCRIPT,
+                    str(ROOT / "functions/mcp/app.py"),
+                    first,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            total = (time.perf_counter() - started) * 1000
+            cold.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process_ms": total})
+        results["cold_start"] = {
+            key: statistics.median(run[key] for run in cold)
+            for key in ("init_ms", "first_request_ms", "process_ms")
+        }
+    finally:
+        if server is not None:
+            server.destroy()
+
+    print(json.dumps(results, indent=2))
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "endpoint.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

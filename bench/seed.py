@@ -1,0 +1,497 @@
+"""The benchmark's database: server, roles, schema, and a seeded multi-tenant corpus.
+
+Seeding is the slow part, so a seeded database is reused by later runs: its
+fingerprint (seed parameters, generator version, migration checksums) is stored as
+the database's comment, and a database whose fingerprint differs is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import random
+import secrets
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from memory_local.postgres import EmbeddedPostgres
+from memory_server import migrate, operator
+from memory_server.caller import SHARED_OWNER
+from memory_server.grants import ALL_GRANTS
+from psycopg import sql
+
+from .corpus import COMMON_TERM, RARE_TERM, TextGenerator
+
+ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = ROOT / "infra" / "migrations"
+SEED_VERSION = 1  # bump when the generated corpus changes shape
+
+OTHER_WORKSPACES = 12
+PEOPLE_PER_WORKSPACE = 6
+CHANNELS = ("C01ENG", "C02OPS", "C03SALES", "C04RANDOM")
+THREADS_PER_CHANNEL = 2
+WRITE_TARGETS = 100  # records the write benchmark rewrites, in the second workspace
+COMMON_SHARE = 0.10
+SHARED_SHARE = 0.65
+# Where records live: most in the workspace, then channels, threads, the DM.
+CONTEXT_SHARES = (("workspace", 0.55), ("channel", 0.28), ("thread", 0.12), ("dm", 0.05))
+KIND_SHARES = (("memories", 0.47), ("notes", 0.47), ("skills", 0.06))
+FOLDERS = ("projects", "people", "meetings", "runbooks", "decisions", "customers", "howto")
+BATCH_ROWS = 50_000
+# Index for the search floor (see docs/performance.md): a bench-only GIN index over
+# the largest workspace's records, the best index a single-phase query could have.
+FLOOR_INDEX = "bench_floor_search_vector"
+
+COPY_COLUMNS = (
+    "workspace_id",
+    "owner_id",
+    "context_key",
+    "kind",
+    "path",
+    "title",
+    "body",
+    "revision",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+    "source",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedSpec:
+    records: int
+    largest: int
+    seed: int
+
+    @property
+    def database(self) -> str:
+        return f"memory_bench_{self.records}_{self.largest}_{self.seed}"
+
+    def fingerprint(self) -> dict[str, Any]:
+        digest = hashlib.sha256()
+        for path in sorted(MIGRATIONS.glob("*.sql")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        return {
+            "seed_version": SEED_VERSION,
+            "records": self.records,
+            "largest": self.largest,
+            "seed": self.seed,
+            "migrations_sha256": digest.hexdigest(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    id: uuid.UUID
+    subject: str
+
+
+@dataclass(slots=True)
+class Tenant:
+    slug: str
+    size: int
+    id: uuid.UUID = SHARED_OWNER
+    people: list[Member] = field(default_factory=list)
+    dm_members: tuple[int, int] = (0, 1)
+
+    def person_subject(self, index: int) -> str:
+        return f"{self.slug}-person-{index}"
+
+
+def tenant_layout(spec: SeedSpec) -> list[Tenant]:
+    """The largest workspace first, then the others with sizes spread 1.5x to 0.6x."""
+    rest = spec.records - spec.largest - WRITE_TARGETS
+    if rest < OTHER_WORKSPACES:
+        raise SystemExit("--records must exceed --largest by at least a few hundred")
+    weights = [1.5 - i / OTHER_WORKSPACES for i in range(OTHER_WORKSPACES)]
+    sizes = [int(rest * w / sum(weights)) for w in weights]
+    sizes[0] += rest - sum(sizes)
+    if max(sizes) > spec.largest:
+        print(f"note: another workspace ({max(sizes)}) is larger than --largest", file=sys.stderr)
+    tenants = [Tenant("bench-largest", spec.largest)]
+    tenants += [Tenant(f"bench-ws-{i + 1:02d}", size) for i, size in enumerate(sizes)]
+    return tenants
+
+
+def thread_key(channel: str, index: int) -> str:
+    return f"channel:{channel}/thread:17000000{index:02d}.000100"
+
+
+def dm_key(tenant_index: int) -> str:
+    return f"dm:D{tenant_index:02d}PAIR"
+
+
+# The benchmark's reader listens from a thread: three ancestor contexts to search.
+READER_CONTEXT = thread_key(CHANNELS[0], 0)
+WRITER_TENANT = 1  # writes go to the second workspace (the floor index covers the first)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    admin_url: str  # superuser, connected to the bench database
+    owner_url: str
+    runtime_url: str
+    server_admin_url: str  # superuser, connected to the maintenance database
+
+
+def _url(base: str, user: str, password: str, database: str) -> str:
+    parts = urlsplit(base)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{user}:{password}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, ""))
+
+
+@contextmanager
+def server(keep: bool) -> Iterator[tuple[str, bool]]:
+    """An administrative URL: ``DATABASE_URL`` or an embedded server under ``.tmp/``.
+
+    Yields the URL and whether the server is ours (embedded).
+    """
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external, False
+        return
+    embedded = EmbeddedPostgres(ROOT / ".tmp" / "bench-pg", durable=False)
+    url = embedded.start()
+    try:
+        yield url, True
+    finally:
+        if keep:
+            embedded.stop()
+        else:
+            embedded.destroy()
+
+
+def stored_fingerprint(server_admin_url: str, database: str) -> dict[str, Any] | None:
+    with psycopg.connect(server_admin_url, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            (database,),
+        ).fetchone()
+    if row is None:
+        return None
+    try:
+        marker = json.loads(row[0] or "")
+    except json.JSONDecodeError:
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def prepare(
+    server_admin_url: str, spec: SeedSpec, *, reseed: bool
+) -> tuple[Cluster, dict[str, Any]]:
+    """Create or reuse the bench database; returns the cluster and the seed marker."""
+    database = spec.database
+    expected = spec.fingerprint()
+    marker = stored_fingerprint(server_admin_url, database)
+    reusable = (
+        not reseed
+        and marker is not None
+        and {k: marker.get(k) for k in expected} == expected
+        and marker.get("complete") is True
+    )
+    if not reusable:
+        with psycopg.connect(server_admin_url, autocommit=True) as admin:
+            if marker is not None:
+                print(f"dropping {database} (stale or incomplete seed)", file=sys.stderr)
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+            )
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    parts = urlsplit(server_admin_url)
+    admin_url = _url(server_admin_url, parts.username or "postgres", parts.password or "", database)
+    owner_password, runtime_password = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        migrate.bootstrap(admin, owner_password=owner_password, runtime_password=runtime_password)
+    cluster = Cluster(
+        admin_url=admin_url,
+        owner_url=_url(server_admin_url, migrate.OWNER_ROLE, owner_password, database),
+        runtime_url=_url(server_admin_url, migrate.RUNTIME_ROLE, runtime_password, database),
+        server_admin_url=server_admin_url,
+    )
+    with psycopg.connect(cluster.owner_url) as owner:
+        migrate.migrate(owner, MIGRATIONS)
+    if reusable:
+        assert marker is not None
+        print(f"reusing seeded database {database}", file=sys.stderr)
+        return cluster, marker
+    started = time.monotonic()
+    seed(cluster, spec)
+    marker = {**expected, "complete": True, "seed_seconds": round(time.monotonic() - started, 1)}
+    with psycopg.connect(server_admin_url, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                sql.Identifier(database), sql.Literal(json.dumps(marker))
+            )
+        )
+    return cluster, marker
+
+
+def load_tenants(cluster: Cluster, spec: SeedSpec) -> list[Tenant]:
+    """The layout with database ids filled in (after seeding or on reuse)."""
+    tenants = tenant_layout(spec)
+    with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+        for tenant in tenants:
+            row = admin.execute(
+                "SELECT id FROM memory.workspaces WHERE slug = %s", (tenant.slug,)
+            ).fetchone()
+            assert row is not None, f"workspace {tenant.slug} missing"
+            tenant.id = row[0]
+            tenant.people = []
+            for index in range(PEOPLE_PER_WORKSPACE):
+                subject = tenant.person_subject(index)
+                found = admin.execute(
+                    "SELECT id FROM memory.principals WHERE subject = %s", (subject,)
+                ).fetchone()
+                assert found is not None, f"principal {subject} missing"
+                tenant.people.append(Member(found[0], subject))
+    return tenants
+
+
+def seed(cluster: Cluster, spec: SeedSpec) -> None:
+    tenants = tenant_layout(spec)
+    with psycopg.connect(cluster.owner_url, autocommit=True) as owner:
+        for index, tenant in enumerate(tenants):
+            _create_tenant(owner, tenant, index)
+    with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+        _copy_records(admin, tenants, spec)
+        _rebuild_search_documents(admin)
+        _check_search_documents(admin)
+        _progress("creating the search-floor index")
+        admin.execute("SET maintenance_work_mem = '512MB'")
+        admin.execute(
+            sql.SQL(
+                "CREATE INDEX {} ON memory.memories USING gin (search_vector) "
+                "WHERE workspace_id = {}"
+            ).format(sql.Identifier(FLOOR_INDEX), sql.Literal(tenants[0].id))
+        )
+        _progress("VACUUM ANALYZE")
+        admin.execute("VACUUM ANALYZE")
+    _progress("seeded")
+
+
+def _create_tenant(owner: psycopg.Connection, tenant: Tenant, index: int) -> None:
+    tenant.id = operator.create_workspace(owner, tenant.slug, memory_enabled=True)
+    tenant.people = []
+    for person in range(PEOPLE_PER_WORKSPACE):
+        subject = tenant.person_subject(person)
+        pid = operator.ensure_principal(owner, "person", subject, f"person{person}")
+        operator.set_membership(owner, tenant.id, pid, ALL_GRANTS)
+        tenant.people.append(Member(pid, subject))
+    service = operator.ensure_principal(owner, "service", f"{tenant.slug}-agent", "agent")
+    operator.set_membership(owner, tenant.id, service, ("read", "write:shared"))
+    first, second = tenant.dm_members
+    operator.register_context(
+        owner, tenant.id, dm_key(index), [tenant.people[first].id, tenant.people[second].id]
+    )
+
+
+def _pick(rng: random.Random, shares: tuple[tuple[str, float], ...]) -> str:
+    roll = rng.random()
+    for name, share in shares:
+        roll -= share
+        if roll < 0:
+            return name
+    return shares[-1][0]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Forced coordinates for a record (otherwise drawn at random)."""
+
+    owner: int | None  # person index, or None for shared
+    context: str
+    rare: bool = False  # carries the rare term
+    path: str | None = None
+
+
+_SHARED_HERE = Placement(None, "workspace", rare=True)
+# Rare term: four records the reader sees and two it must not see (a colleague's
+# personal records) in the largest workspace; two more in another workspace.
+RARE_PLACEMENTS = {
+    0: [_SHARED_HERE] * 4 + [Placement(1, "workspace", rare=True)] * 2,
+    2: [_SHARED_HERE] * 2,
+}
+
+
+class _RowMaker:
+    def __init__(self, rng: random.Random, text: TextGenerator, now: datetime) -> None:
+        self.rng = rng
+        self.text = text
+        self.now = now
+        self.counter = 0
+
+    def row(
+        self, tenant: Tenant, tenant_index: int, placement: Placement | None
+    ) -> tuple[object, ...]:
+        rng = self.rng
+        self.counter += 1
+        context = placement.context if placement else _pick(rng, CONTEXT_SHARES)
+        if context == "channel":
+            context = f"channel:{rng.choice(CHANNELS)}"
+        elif context == "thread":
+            context = thread_key(rng.choice(CHANNELS), rng.randrange(THREADS_PER_CHANNEL))
+        elif context == "dm":
+            context = dm_key(tenant_index)
+        owner_index: int | None
+        if placement is not None:
+            owner_index = placement.owner
+        elif context.startswith("dm:"):
+            # A DM holds shared records and the personal records of its two members.
+            owner_index = rng.choice([None, *tenant.dm_members])
+        elif rng.random() < SHARED_SHARE:
+            owner_index = None
+        else:
+            owner_index = rng.randrange(len(tenant.people))
+        owner = SHARED_OWNER if owner_index is None else tenant.people[owner_index].id
+        if owner_index is None:
+            writer = rng.choice(tenant.people).id
+        else:
+            writer = tenant.people[owner_index].id
+        kind = "notes" if placement else _pick(rng, KIND_SHARES)
+        plant: tuple[str, ...] = (RARE_TERM,) if placement and placement.rare else ()
+        if not (placement and placement.path) and rng.random() < COMMON_SHARE:
+            plant += (COMMON_TERM,)
+        if kind == "skills":
+            name = f"{self.text.slug()}-{self.counter}"
+            document = self.text.document(plant=plant, skill=name)
+            path = f"{name}/SKILL.md"
+        else:
+            document = self.text.document(plant=plant)
+            path = (placement.path if placement else None) or (
+                f"{rng.choice(FOLDERS)}/{self.text.slug()}-{self.counter}.md"
+            )
+        created = self.now - timedelta(seconds=rng.randrange(365 * 86400))
+        # Skewed towards recent updates, as in a live workspace.
+        updated = created + (self.now - created) * (1 - rng.random() ** 2)
+        source = f"slack:{context}" if rng.random() < 0.25 else None
+        return (
+            tenant.id,
+            owner,
+            context,
+            kind,
+            path,
+            document.title,
+            document.body,
+            1,
+            created,
+            writer,
+            updated,
+            writer,
+            source,
+        )
+
+
+def _rows(tenants: list[Tenant], rng: random.Random) -> Iterator[tuple[object, ...]]:
+    maker = _RowMaker(rng, TextGenerator(rng), datetime.now(UTC))
+    writer = tenants[WRITER_TENANT]
+    for i in range(WRITE_TARGETS):
+        target = Placement(None, "workspace", path=f"bench/write-{i:03d}.md")
+        yield maker.row(writer, WRITER_TENANT, target)
+    # Interleave tenants, as records arriving over time would be: no workspace gets
+    # a physically contiguous (and so unrealistically cheap to scan) stretch of heap.
+    order = [i for i, t in enumerate(tenants) for _ in range(t.size)]
+    rng.shuffle(order)
+    seen = [0] * len(tenants)
+    for index in order:
+        placements = RARE_PLACEMENTS.get(index, [])
+        nth = seen[index]
+        seen[index] += 1
+        yield maker.row(tenants[index], index, placements[nth] if nth < len(placements) else None)
+
+
+def _copy_records(admin: psycopg.Connection, tenants: list[Tenant], spec: SeedSpec) -> None:
+    """COPY every record with triggers off (the search index is rebuilt in bulk after).
+
+    ``session_replication_role = replica`` skips ordinary triggers for this session
+    only, so an interrupted seed cannot leave the product's trigger disabled.
+    """
+    _progress("building the sentence pool")
+    rows = _rows(tenants, random.Random(spec.seed))
+    total = sum(t.size for t in tenants) + WRITE_TARGETS
+    admin.execute("SET session_replication_role = replica")
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in COPY_COLUMNS)
+    copy_sql = sql.SQL("COPY memory.memories ({}) FROM STDIN").format(columns)
+    started = time.monotonic()
+    done = 0
+    while done < total:
+        batch = min(BATCH_ROWS, total - done)
+        with admin.transaction(), admin.cursor() as cursor, cursor.copy(copy_sql) as copy:
+            for row in itertools.islice(rows, batch):
+                copy.write_row(row)
+        done += batch
+        rate = done / (time.monotonic() - started)
+        _progress(f"copied {done:,}/{total:,} records ({rate:,.0f}/s)")
+    admin.execute("SET session_replication_role = DEFAULT")
+
+
+def _rebuild_search_documents(admin: psycopg.Connection) -> None:
+    """Fill memory.search_documents in one statement, as the trigger would row by row.
+
+    The GIN index is dropped first and re-created from its own definition afterwards:
+    building it once is far cheaper than a million incremental insertions.
+    """
+    _progress("rebuilding memory.search_documents")
+    row = admin.execute(
+        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+        "WHERE indrelid = 'memory.search_documents'::regclass AND NOT indisprimary"
+    ).fetchall()
+    with admin.transaction():
+        for name, _ in row:
+            admin.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(*name.split("."))))
+        admin.execute("TRUNCATE memory.search_documents")
+        # Mirrors memory.sync_search_document() (migration 0004) exactly.
+        admin.execute(
+            """
+            INSERT INTO memory.search_documents
+                (memory_id, workspace_id, owner_id, context_key, kind, updated_at, document)
+            SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.updated_at,
+                   m.search_vector || array_to_tsvector(ARRAY[
+                       memory.access_lexeme('w', m.workspace_id::text),
+                       memory.access_lexeme('c', m.workspace_id::text || m.context_key),
+                       memory.access_lexeme('o', m.owner_id::text)])
+            FROM memory.memories AS m
+            """
+        )
+    _progress("re-creating the search_documents GIN index")
+    admin.execute("SET maintenance_work_mem = '512MB'")
+    for _, definition in row:
+        admin.execute(definition)
+
+
+def _check_search_documents(admin: psycopg.Connection) -> None:
+    """The bulk rebuild must equal what the trigger writes: let the trigger redo a few
+    rows (in a transaction that is rolled back) and compare."""
+    with admin.transaction(force_rollback=True):
+        sample = admin.execute(
+            "SELECT memory_id, document FROM memory.search_documents TABLESAMPLE SYSTEM (1) "
+            "LIMIT 20"
+        ).fetchall()
+        for memory_id, document in sample:
+            admin.execute("UPDATE memory.memories SET title = title WHERE id = %s", (memory_id,))
+            redone = admin.execute(
+                "SELECT document FROM memory.search_documents WHERE memory_id = %s", (memory_id,)
+            ).fetchone()
+            assert redone is not None and redone[0] == document, "search document mismatch"
+    count = admin.execute(
+        "SELECT (SELECT count(*) FROM memory.memories), "
+        "(SELECT count(*) FROM memory.search_documents)"
+    ).fetchone()
+    assert count is not None and count[0] == count[1], f"row counts differ: {count}"
+
+
+def _progress(message: str) -> None:
+    print(f"[seed {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

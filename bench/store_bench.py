@@ -1,0 +1,1047 @@
+"""Store benchmark: latency of the memory operations on a large multi-tenant corpus.
+
+Run as ``python -m bench.store_bench`` (``make bench``); see docs/performance.md.
+
+Each operation is timed three ways, warm, one request at a time:
+
+- ``operation``: the Python operation (``memory_read``, ``memory_search``, ...) as the
+  runtime role, through row-level security, including validation and formatting;
+- ``sql_rls``: only the SQL that operation sends, in the same kind of transaction
+  (runtime role, ``set_config`` preamble, RLS), to separate Python from database time;
+- ``floor``: the plainest equivalent SQL as the superuser: no RLS, no preamble, no
+  second phase. The ratio operation/floor is the price of the design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import re
+import secrets
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from memory_server.addresses import (
+    Namespace,
+    parse_path_address,
+    parse_record_address,
+    record_uri,
+)
+from memory_server.caller import SHARED_OWNER, Caller, Deadline
+from memory_server.contexts import parse_context
+from memory_server.db import _SET_REQUEST, Connection, Database, request_settings
+from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
+from memory_server.models import parse_args as tool_args
+from memory_server.operations import memory_list, memory_read, memory_search, memory_write
+from memory_server.operations.memory_search import CANDIDATES, RANK_WINDOW
+from memory_server.ranking import Candidate, DeterministicRanker
+from memory_server.records import change, derive_title, resolve, view
+from memory_server.sql_files import query
+from memory_server.store import Store, resolve_caller
+from psycopg import sql
+from psycopg.rows import tuple_row
+
+from . import seed
+from .corpus import COMMON_TERM, RARE_TERM, TYPICAL_TERM, TextGenerator
+
+RESULTS = seed.ROOT / "bench" / "results" / "latest.json"
+ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
+SEARCH_KINDS = ["memories", "notes"]  # memory_search's default kinds
+LIST_LIMIT = 20  # memory_list's default page size
+READ_TARGETS = 2000
+PENDING_WRITES = 1000
+# Generous: the benchmark must measure slow statements, not cancel them.
+DEADLINE_S = 60.0
+
+TARGETS_MS = {  # operation p95 (and p99 for search), from the design brief
+    "read_by_path": {"p95": 2.0},
+    "conditional_write": {"p95": 5.0},
+    "search_rare": {"p95": 15.0, "p99": 50.0},
+    "search_typical": {"p95": 15.0, "p99": 50.0},
+    "search_common": {"p95": 15.0, "p99": 50.0},
+}
+MAX_FLOOR_RATIO = 1.5
+
+FLOOR_READ = """
+SELECT id, workspace_id, owner_id, context_key, kind, path, title, body, revision,
+       created_at, updated_at, source
+FROM memory.memories
+WHERE workspace_id = %(workspace_id)s AND owner_id = %(owner_id)s AND kind = %(kind)s
+  AND path = %(path)s AND context_key = ANY (%(contexts)s)
+LIMIT 1
+"""
+FLOOR_WRITE = """
+UPDATE memory.memories
+SET title = %(title)s, body = %(body)s, revision = revision + 1, updated_at = now(),
+    updated_by = %(principal_id)s
+WHERE id = %(id)s AND revision = %(expected_revision)s
+RETURNING id, revision, context_key
+"""
+FLOOR_SEARCH = """
+SELECT id, ts_rank_cd(search_vector, q)
+FROM memory.memories, websearch_to_tsquery('english', %(query)s) q
+WHERE workspace_id = %(workspace_id)s AND search_vector @@ q
+ORDER BY 2 DESC
+LIMIT 8
+"""
+FLOOR_LIST = """
+SELECT id, owner_id, context_key, kind, path, title, revision, updated_at
+FROM memory.memories
+WHERE workspace_id = %(workspace_id)s AND owner_id = ANY (%(owners)s)
+  AND context_key = ANY (%(contexts)s)
+ORDER BY kind, path, context_key, id
+LIMIT %(limit)s
+"""
+
+Timed = Callable[[int], object]
+
+
+# --- statistics ----------------------------------------------------------------------
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarize(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {
+        "n": len(ordered),
+        "p50": round(percentile(ordered, 0.50), 3),
+        "p95": round(percentile(ordered, 0.95), 3),
+        "p99": round(percentile(ordered, 0.99), 3),
+        "mean": round(statistics.fmean(ordered), 3),
+        "min": round(ordered[0], 3),
+        "max": round(ordered[-1], 3),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    iterations: int  # timed calls per measurement, unless the time budget runs out
+    warmup: int  # untimed calls first
+    budget_s: float  # per measurement (a quarter of it again for the warm-up)
+
+
+# psycopg prepares a statement on its 5th execution, and PostgreSQL's plan cache may
+# switch to a generic plan after 5 more: warm-up always reaches that steady state.
+MIN_WARMUP = 12
+MIN_SAMPLES = 20
+
+
+def measure(
+    label: str,
+    call: Timed,
+    timing: Timing,
+    *,
+    warmup: int | None = None,
+    iterations: int | None = None,
+) -> dict[str, float]:
+    """Warm up, then time calls one after another (milliseconds)."""
+    warm = timing.warmup if warmup is None else warmup
+    count = timing.iterations if iterations is None else iterations
+    index = 0
+    deadline = time.monotonic() + timing.budget_s / 4
+    while index < warm and (index < MIN_WARMUP or time.monotonic() < deadline):
+        call(index)
+        index += 1
+    samples: list[float] = []
+    deadline = time.monotonic() + timing.budget_s
+    while len(samples) < count and (len(samples) < MIN_SAMPLES or time.monotonic() < deadline):
+        started = time.perf_counter_ns()
+        call(index)
+        samples.append((time.perf_counter_ns() - started) / 1e6)
+        index += 1
+    stats = summarize(samples)
+    cut = f"  (time budget: {len(samples)} calls)" if len(samples) < count else ""
+    print(
+        f"  {label:<34} p50 {stats['p50']:8.3f}  p95 {stats['p95']:8.3f}  "
+        f"p99 {stats['p99']:8.3f} ms{cut}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return stats
+
+
+# --- the benchmark -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class WriteTarget:
+    id: uuid.UUID
+    path: str
+    revision: int
+
+    @property
+    def uri(self) -> str:
+        return record_uri("workspace", "notes", self.path)
+
+
+class Bench:
+    def __init__(
+        self, cluster: seed.Cluster, tenants: list[seed.Tenant], args: argparse.Namespace
+    ) -> None:
+        self.cluster = cluster
+        self.tenants = tenants
+        self.timing = Timing(args.iterations, args.warmup, args.budget)
+        self.rng = random.Random(args.seed + 1)
+        # One connection: every statement the operations send is prepared on it, as on
+        # a warm Lambda container's connection.
+        self.db = Database(cluster.runtime_url, min_size=1, max_size=1)
+        self.store = Store(self.db, cursor_secret=secrets.token_bytes(32))
+        self.admin = psycopg.connect(cluster.admin_url, autocommit=True)
+        largest, writers = tenants[0], tenants[seed.WRITER_TENANT]
+        self.reader = self._caller(largest, seed.READER_CONTEXT)
+        self.writer = self._caller(writers, "workspace")
+        text = TextGenerator(random.Random(args.seed + 2))
+        self.bodies = [text.document().body for _ in range(64)]
+
+    def close(self) -> None:
+        self.db.close()
+        self.admin.close()
+
+    def _caller(self, tenant: seed.Tenant, context: str) -> Caller:
+        membership = resolve_caller(
+            self.db,
+            workspace=tenant.slug,
+            subject=tenant.people[0].subject,
+            scopes=ALL_SCOPES,
+            context=parse_context(context),
+        )
+        assert membership is not None
+        return membership.caller
+
+    @contextmanager
+    def rls(
+        self, caller: Caller, *, read_only: bool = True, search: bool = False
+    ) -> Iterator[Connection]:
+        """The transaction the operation opens (runtime role, settings first)."""
+        with self.db.transaction(
+            caller,
+            Deadline.after(DEADLINE_S),
+            read_only=read_only,
+            isolation="repeatable read" if search else "read committed",
+        ) as conn:
+            yield conn
+
+    # -- read by path --
+
+    def read_targets(self) -> list[dict[str, Any]]:
+        caller = self.reader
+        rows = self.admin.execute(
+            "SELECT owner_id, kind, path FROM memory.memories "
+            "WHERE workspace_id = %s AND owner_id = ANY (%s) AND context_key = ANY (%s) "
+            "ORDER BY random() LIMIT %s",
+            (
+                caller.workspace_id,
+                caller.visible_owners(),
+                list(caller.context.ancestors),
+                READ_TARGETS,
+            ),
+        ).fetchall()
+        targets = []
+        for owner_id, kind, path in rows:
+            namespace: Namespace = "workspace" if owner_id == SHARED_OWNER else "me"
+            targets.append(
+                {
+                    "uri": record_uri(namespace, kind, path),
+                    "owner_id": owner_id,
+                    "kind": kind,
+                    "path": path,
+                }
+            )
+        return targets
+
+    def bench_read(self) -> dict[str, dict[str, float]]:
+        caller = self.reader
+        targets = self.read_targets()
+        calls = self.timing.iterations + max(self.timing.warmup, MIN_WARMUP)
+        pick = [self.rng.randrange(len(targets)) for _ in range(calls)]
+
+        def read(i: int) -> dict[str, Any]:
+            args = tool_args(ReadArgs, {"uri": targets[pick[i]]["uri"]})
+            return memory_read(self.store, caller, args)
+
+        def sql_rls(i: int) -> object:
+            address = parse_record_address(targets[pick[i]]["uri"])
+            with self.rls(caller) as conn:
+                row = resolve(conn, caller, address)
+            assert row is not None
+            return row
+
+        def floor_read(target: dict[str, Any]) -> object:
+            params = {
+                "workspace_id": caller.workspace_id,
+                "owner_id": target["owner_id"],
+                "kind": target["kind"],
+                "path": target["path"],
+                "contexts": list(caller.context.ancestors),
+            }
+            row = self.admin.execute(FLOOR_READ, params).fetchone()
+            assert row is not None
+            return row
+
+        def floor(i: int) -> object:
+            return floor_read(targets[pick[i]])
+
+        # Warm: every target's pages once, so no flavour pays for first touches that
+        # an earlier flavour then saves the next one.
+        for target in targets:
+            floor_read(target)
+        assert read(0)["content"]
+        return self._three("read_by_path", read, sql_rls, floor)
+
+    # -- conditional write --
+
+    def write_targets(self) -> list[WriteTarget]:
+        rows = self.admin.execute(
+            "SELECT id, path, revision FROM memory.memories "
+            "WHERE workspace_id = %s AND owner_id = %s AND path LIKE 'bench/write-%%' "
+            "ORDER BY path",
+            (self.writer.workspace_id, SHARED_OWNER),
+        ).fetchall()
+        assert len(rows) == seed.WRITE_TARGETS, "write targets missing"
+        return [WriteTarget(*row) for row in rows]
+
+    def bench_write(self) -> dict[str, dict[str, float]]:
+        caller = self.writer
+        targets = self.write_targets()
+
+        def body(i: int) -> str:
+            return self.bodies[i % len(self.bodies)]
+
+        def operation(i: int) -> object:
+            target = targets[i % len(targets)]
+            args = tool_args(
+                WriteArgs,
+                {"uri": target.uri, "content": body(i), "expected_revision": target.revision},
+            )
+            result = memory_write(self.store, caller, args)
+            target.revision = result["revision"]
+            return result
+
+        def sql_rls(i: int) -> object:
+            target = targets[i % len(targets)]
+            address = parse_path_address(target.uri)
+            with self.rls(caller, read_only=False) as conn:
+                current = resolve(conn, caller, address)
+                assert current is not None
+                row = change(
+                    conn,
+                    caller,
+                    current["id"],
+                    address,
+                    expected_revision=target.revision,
+                    body=body(i),
+                    source=None,
+                    operation="replace",
+                )
+            target.revision = row["revision"]
+            return row
+
+        def floor(i: int) -> object:
+            target = targets[i % len(targets)]
+            params = {
+                "id": target.id,
+                "expected_revision": target.revision,
+                "body": body(i),
+                "title": derive_title("notes", target.path, body(i)),
+                "principal_id": caller.principal_id,
+            }
+            row = self.admin.execute(FLOOR_WRITE, params).fetchone()
+            assert row is not None
+            target.revision = row[1]
+            return row
+
+        # Warm-up rewrites every target at least once before timing starts.
+        warmup = max(self.timing.warmup, len(targets))
+        return self._three("conditional_write", operation, sql_rls, floor, warmup=warmup)
+
+    # -- search --
+
+    def search_params(self, caller: Caller, term: str) -> dict[str, Any]:
+        """memory_search's parameters for namespace "all" and the default kinds."""
+        return {
+            **view(caller),
+            "owners": caller.visible_owners(),
+            "query": term,
+            "kinds": SEARCH_KINDS,
+            "window": RANK_WINDOW,
+            "limit": CANDIDATES,
+        }
+
+    def search_sql(self, conn: Connection, caller: Caller, term: str) -> list[dict[str, Any]]:
+        """Both phases of memory_search, as SQL: candidates, ranking, hydration."""
+        params = self.search_params(caller, term)
+        rows = conn.execute(query("search_candidates"), params).fetchall()
+        offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
+        ranked = DeterministicRanker().rank(term, offered, 8)
+        if not ranked:
+            return []
+        return conn.execute(
+            query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+        ).fetchall()
+
+    def bench_search(self, name: str, term: str) -> dict[str, dict[str, float]]:
+        caller = self.reader
+
+        def search(_: int) -> dict[str, Any]:
+            return memory_search(self.store, caller, tool_args(SearchArgs, {"query": term}))
+
+        def sql_rls(_: int) -> object:
+            with self.rls(caller, search=True) as conn:
+                return self.search_sql(conn, caller, term)
+
+        def floor(_: int) -> object:
+            params = {"query": term, "workspace_id": caller.workspace_id}
+            return self.admin.execute(FLOOR_SEARCH, params).fetchall()
+
+        assert search(0)["hits"], f"no hits for {term!r}"
+        return self._three(name, search, sql_rls, floor)
+
+    # -- list --
+
+    def list_params(self, caller: Caller) -> dict[str, Any]:
+        """memory_list's parameters for the first page without a prefix."""
+        return {
+            **view(caller),
+            "kind": None,
+            "path_low": "",
+            "path_high": "\U0010ffff",
+            "after_kind": "",
+            "after_path": "",
+            "after_context": "",
+            "after_id": str(SHARED_OWNER),
+            "limit": LIST_LIMIT + 1,
+        }
+
+    def bench_list(self) -> dict[str, dict[str, float]]:
+        caller = self.reader
+        params = self.list_params(caller)
+
+        def list_page(_: int) -> dict[str, Any]:
+            return memory_list(self.store, caller, tool_args(ListArgs, {}))
+
+        def sql_rls(_: int) -> object:
+            with self.rls(caller) as conn:
+                return conn.execute(query("list_page"), params).fetchall()
+
+        def floor(_: int) -> object:
+            return self.admin.execute(FLOOR_LIST, {**params, "limit": LIST_LIMIT + 1}).fetchall()
+
+        # The response budget, not the page size, may bound the page (see budget.py).
+        assert list_page(0)["items"]
+        return self._three("list_first_page", list_page, sql_rls, floor)
+
+    def bench_list_custom_plan(self) -> dict[str, float]:
+        """What-if: list_page's SQL under RLS with the plan cache told to plan each call
+        with the values (a transaction-local setting, one more round trip)."""
+        caller = self.reader
+        params = self.list_params(caller)
+
+        def sql_rls(_: int) -> object:
+            with self.rls(caller) as conn:
+                conn.execute(_CUSTOM_PLANS)
+                return conn.execute(query("list_page"), params).fetchall()
+
+        print("list_first_page, plan_cache_mode = force_custom_plan:", file=sys.stderr)
+        return measure("SQL under RLS", sql_rls, self.timing)
+
+    def _three(
+        self,
+        name: str,
+        operation: Timed,
+        sql_rls: Timed,
+        floor: Timed,
+        warmup: int | None = None,
+    ) -> dict[str, Any]:
+        print(f"{name}:", file=sys.stderr)
+        result: dict[str, Any] = {
+            "operation": measure("operation", operation, self.timing, warmup=warmup),
+            "sql_rls": measure("SQL under RLS", sql_rls, self.timing, warmup=warmup),
+            "floor": measure("raw-SQL floor", floor, self.timing, warmup=warmup),
+        }
+        for p in ("p50", "p95", "p99"):
+            result[f"ratio_{p}"] = round(result["operation"][p] / result["floor"][p], 2)
+        return result
+
+    # -- fixed costs --
+
+    def bench_baseline(self) -> dict[str, dict[str, float]]:
+        """What every operation pays before any work, and the floor's own round trip."""
+        caller = self.reader
+
+        def preamble(_: int) -> object:
+            with self.rls(caller):
+                return None
+
+        def round_trip(_: int) -> object:
+            return self.admin.execute("SELECT 1").fetchone()
+
+        print("baseline:", file=sys.stderr)
+        return {
+            "transaction_preamble": measure(
+                "pool + BEGIN + set_config + COMMIT", preamble, self.timing
+            ),
+            "floor_round_trip": measure("SELECT 1 (superuser)", round_trip, self.timing),
+        }
+
+    # -- the GIN pending list --
+
+    def clean_pending_list(self) -> int:
+        """Merge search_documents' GIN pending list into the index; pages it held."""
+        row = self.admin.execute(
+            "SELECT gin_clean_pending_list('memory.search_documents_document'::regclass)"
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def bench_pending_list(self) -> dict[str, Any]:
+        """Rare-term search after PENDING_WRITES writes (in another workspace) have gone
+        to the GIN pending list, which every search then scans in full."""
+        targets = self.write_targets()
+        for i in range(PENDING_WRITES):
+            target = targets[i % len(targets)]
+            body = self.bodies[i % len(self.bodies)]
+            title = derive_title("notes", target.path, body)
+            self.admin.execute(
+                FLOOR_WRITE,
+                {
+                    "id": target.id,
+                    "expected_revision": target.revision,
+                    "body": body,
+                    "title": title,
+                    "principal_id": self.writer.principal_id,
+                },
+            )
+            target.revision += 1
+        caller = self.reader
+
+        def search(_: int) -> object:
+            return memory_search(self.store, caller, tool_args(SearchArgs, {"query": RARE_TERM}))
+
+        print(f"search_rare after {PENDING_WRITES} writes elsewhere:", file=sys.stderr)
+        stats = measure("operation", search, self.timing)
+        return {
+            "writes": PENDING_WRITES,
+            "search_rare_operation": stats,
+            "pages": self.clean_pending_list(),
+        }
+
+    # -- the search function's fixed cost --
+
+    def search_function_overhead(self, term: str) -> dict[str, Any]:
+        """The candidates query called as memory.search_candidates() versus its body run
+        as a prepared (generic-plan) statement, both with the same settings: PostgreSQL
+        16 parses and plans a non-inlined SQL function's body on every call."""
+        caller = self.reader
+        params = self.search_params(caller, term)
+        body = self.function_body()
+        with psycopg.connect(self.cluster.owner_url, autocommit=True) as owner:
+            owner.execute(f"PREPARE bench_candidates({_BODY_TYPES}) AS {body}")
+            execute = sql.SQL("EXECUTE bench_candidates({})").format(
+                sql.SQL(", ").join(sql.Literal(v) for v in _body_args(params))
+            )
+
+            def body_call(_: int) -> object:
+                with owner.transaction():
+                    owner.execute(_SET_REQUEST, request_settings(caller, 60_000))
+                    owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+                    return owner.execute(execute).fetchall()
+
+            def function_call(_: int) -> object:
+                with self.rls(caller, search=True) as conn:
+                    return conn.execute(query("search_candidates"), params).fetchall()
+
+            print(f"search_candidates cost ({term!r}):", file=sys.stderr)
+            n = max(100, self.timing.iterations // 4)
+            return {
+                "term": term,
+                "function_call": measure(
+                    "memory.search_candidates()", function_call, self.timing, iterations=n
+                ),
+                "prepared_body": measure(
+                    "body, prepared generic plan", body_call, self.timing, iterations=n
+                ),
+            }
+
+    def function_body(self) -> str:
+        """memory.search_candidates' SQL with its arguments as $1..$5."""
+        row = self.admin.execute(
+            "SELECT prosrc FROM pg_proc WHERE oid = "
+            "'memory.search_candidates(text, uuid[], text[], integer, integer)'::regprocedure"
+        ).fetchone()
+        assert row is not None
+        body = str(row[0])
+        for index, name in enumerate(_BODY_ARGS, start=1):
+            body = re.sub(rf"\b{name}\b", f"${index}", body)
+        return body
+
+    # -- plans --
+
+    def explain_all(self) -> dict[str, str]:
+        """Plans of the statements the operations send, as they were executed: through
+        the pooled connection's own prepared statements (so a generic plan shows if
+        PostgreSQL chose one), as the runtime role with the request settings."""
+        caller = self.reader
+        plans: dict[str, str] = {}
+        common = self.search_params(caller, COMMON_TERM)
+        with self.rls(caller, search=True) as conn:
+            ids = [row["id"] for row in self.search_sql(conn, caller, COMMON_TERM)]
+            plans["search_candidates() call, runtime role (common term)"] = _explain(
+                conn, query("search_candidates"), common
+            )
+            plans["hydrate_hits, runtime role, RLS (common term)"] = _explain(
+                conn, query("hydrate_hits"), {**common, "ids": ids}
+            )
+        for label, term in (("common", COMMON_TERM), ("rare", RARE_TERM)):
+            params = self.search_params(caller, term)
+            plans[f"search_candidates() body, owner role, generic plan ({label} term)"] = (
+                self.explain_body(params)
+            )
+        target = self.read_targets()[0]
+        address = parse_path_address(target["uri"])
+        read_params = {
+            **view(caller),
+            "owner_id": caller.owner_for(address.namespace),
+            "kind": address.kind,
+            "path": address.path,
+            "contexts": list(caller.context.ancestors),
+        }
+        with self.rls(caller) as conn:
+            plans["resolve_address (read by path), runtime role, RLS"] = _explain(
+                conn, query("resolve_address"), read_params
+            )
+            plans["list_page (first page), runtime role, RLS"] = _explain(
+                conn, query("list_page"), self.list_params(caller)
+            )
+            conn.execute(_CUSTOM_PLANS)
+            plans["list_page (first page), runtime role, RLS, force_custom_plan"] = _explain(
+                conn, query("list_page"), self.list_params(caller)
+            )
+        plans["floor search, superuser, no RLS (common term)"] = _explain(
+            self.admin,
+            FLOOR_SEARCH.encode(),
+            {"query": COMMON_TERM, "workspace_id": caller.workspace_id},
+        )
+        return plans
+
+    def explain_body(self, params: dict[str, Any]) -> str:
+        """The function body's plan as the function runs it: as the owner role, with the
+        request settings, planned without knowing the argument values (generic)."""
+        body = self.function_body()
+        with psycopg.connect(self.cluster.owner_url, autocommit=True) as owner:
+            with owner.transaction(force_rollback=True):
+                owner.execute(_SET_REQUEST, request_settings(self.reader, 60_000))
+                owner.execute("SET LOCAL search_path = memory, pg_temp")
+                owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+                owner.execute(f"PREPARE bench_candidates({_BODY_TYPES}) AS {body}")
+                args = sql.SQL(", ").join(sql.Literal(v) for v in _body_args(params))
+                # Once unmeasured: a new session loads the text-search dictionaries and
+                # catalog caches, which a warm server process already holds.
+                owner.execute(sql.SQL("EXECUTE bench_candidates({})").format(args)).fetchall()
+                statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_candidates({})")
+                rows = owner.execute(statement.format(args)).fetchall()
+            owner.execute("DEALLOCATE bench_candidates")
+        return "\n".join(str(r[0]) for r in rows)
+
+    def prepared_statements(self) -> list[dict[str, Any]]:
+        """Which plans the pooled connection's prepared statements actually used."""
+        with self.db.pool.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            ).fetchall()
+        found = []
+        for row in rows:
+            text = str(row["statement"])
+            first = next((ln for ln in text.splitlines() if ln.strip()), "").strip()
+            found.append(
+                {
+                    "statement": first[:90],
+                    "generic_plans": row["generic_plans"],
+                    "custom_plans": row["custom_plans"],
+                }
+            )
+        return sorted(found, key=lambda r: str(r["statement"]))
+
+
+_CUSTOM_PLANS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+_BODY_ARGS = ("p_query", "p_owners", "p_kinds", "p_window", "p_limit")
+_BODY_TYPES = "text, uuid[], text[], integer, integer"
+
+
+def _body_args(params: dict[str, Any]) -> list[Any]:
+    return [params["query"], params["owners"], params["kinds"], params["window"], params["limit"]]
+
+
+_PLACEHOLDER = re.compile(rb"%\((\w+)\)s")
+
+
+def _explain(conn: psycopg.Connection[Any], statement: bytes, params: dict[str, Any]) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of ``statement``, through the statement psycopg
+    prepared on ``conn`` if there is one (its plan is the one really used: generic or
+    custom, as PostgreSQL's plan cache decided), else with the values bound."""
+    names: list[str] = []
+    for match in _PLACEHOLDER.finditer(statement):  # psycopg numbers them the same way
+        name = match.group(1).decode()
+        if name not in names:
+            names.append(name)
+    numbered = _PLACEHOLDER.sub(
+        lambda m: f"${names.index(m.group(1).decode()) + 1}".encode(), statement
+    ).decode()
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        found = cursor.execute(
+            "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement = %s",
+            (numbered,),
+        ).fetchone()
+        if found is None:
+            cursor.execute(b"EXPLAIN (ANALYZE, BUFFERS)\n" + statement, params)
+            head = "(not prepared on this connection: planned with the values bound)"
+        else:
+            args = sql.SQL(", ").join(sql.Literal(params[n]) for n in names)
+            cursor.execute(
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) EXECUTE {}({})").format(
+                    sql.Identifier(found[0]), args
+                )
+            )
+            head = (
+                f"(prepared statement; plan cache so far: {found[1]} generic, "
+                f"{found[2]} custom plans)"
+            )
+        return head + "\n" + "\n".join(str(r[0]) for r in cursor.fetchall())
+
+
+# --- dataset and machine -------------------------------------------------------------
+
+
+def describe_dataset(bench: Bench, marker: dict[str, Any]) -> dict[str, Any]:
+    admin, caller = bench.admin, bench.reader
+    sizes: dict[str, int] = dict(
+        admin.execute(
+            "SELECT w.slug, count(m.id) FROM memory.workspaces w "
+            "LEFT JOIN memory.memories m ON m.workspace_id = w.id GROUP BY w.slug"
+        ).fetchall()
+    )
+    largest = sizes[bench.tenants[0].slug]
+    others = [n for slug, n in sizes.items() if slug != bench.tenants[0].slug]
+    visible = admin.execute(
+        "SELECT count(*), count(*) FILTER (WHERE kind = ANY (%s)) FROM memory.memories "
+        "WHERE workspace_id = %s AND owner_id = ANY (%s) AND context_key = ANY (%s)",
+        (
+            SEARCH_KINDS,
+            caller.workspace_id,
+            caller.visible_owners(),
+            list(caller.context.ancestors),
+        ),
+    ).fetchone()
+    assert visible is not None
+    terms = {}
+    for label, term in (("rare", RARE_TERM), ("typical", TYPICAL_TERM), ("common", COMMON_TERM)):
+        counts = admin.execute(
+            "SELECT count(*) FILTER (WHERE workspace_id = %(ws)s), "
+            "count(*) FILTER (WHERE workspace_id = %(ws)s AND owner_id = ANY (%(owners)s) "
+            "  AND context_key = ANY (%(contexts)s) AND kind = ANY (%(kinds)s)), count(*) "
+            "FROM memory.search_documents WHERE document @@ websearch_to_tsquery('english', %(q)s)",
+            {
+                "ws": caller.workspace_id,
+                "owners": caller.visible_owners(),
+                "q": term,
+                "contexts": list(caller.context.ancestors),
+                "kinds": SEARCH_KINDS,
+            },
+        ).fetchone()
+        assert counts is not None
+        terms[label] = {
+            "query": term,
+            "largest_workspace": counts[0],
+            "largest_workspace_percent": round(100 * counts[0] / largest, 3),
+            "visible_to_reader": counts[1],
+            "corpus": counts[2],
+        }
+    body = admin.execute(
+        "SELECT avg(octet_length(body))::int, min(octet_length(body)), max(octet_length(body)) "
+        "FROM memory.memories TABLESAMPLE SYSTEM (2)"
+    ).fetchone()
+    relations = admin.execute(
+        "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'memory' AND c.relname IN ('memories', 'search_documents', "
+        "'revisions', 'search_documents_document', %s)",
+        (seed.FLOOR_INDEX,),
+    ).fetchall()
+    principals = admin.execute("SELECT count(*) FROM memory.principals").fetchone()
+    assert body is not None and principals is not None
+    return {
+        "records": sum(sizes.values()),
+        "workspaces": len(sizes),
+        "largest_workspace": largest,
+        "other_workspaces": {"count": len(others), "min": min(others), "max": max(others)},
+        "principals": principals[0],
+        "people_per_workspace": seed.PEOPLE_PER_WORKSPACE,
+        "reader": {
+            "context": seed.READER_CONTEXT,
+            "visible_records": visible[0],
+            "visible_memories_and_notes": visible[1],
+        },
+        "shares": {
+            "shared_owner": seed.SHARED_SHARE,
+            "contexts": dict(seed.CONTEXT_SHARES),
+            "kinds": dict(seed.KIND_SHARES),
+        },
+        "body_bytes_sampled": {"avg": body[0], "min": body[1], "max": body[2]},
+        "terms": terms,
+        "relation_sizes": dict(relations),
+        "seed_seconds": marker.get("seed_seconds"),
+    }
+
+
+def describe_machine(admin: psycopg.Connection[Any]) -> dict[str, Any]:
+    cpu = ""
+    memory = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) // (1024 * 1024)} GiB"
+                break
+    except OSError:
+        pass
+    settings = {}
+    for name in (
+        "server_version",
+        "shared_buffers",
+        "work_mem",
+        "effective_cache_size",
+        "random_page_cost",
+        "jit",
+        "fsync",
+        "synchronous_commit",
+    ):
+        row = admin.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
+        settings[name] = row[0] if row else None
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
+        "memory": memory,
+        "os": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "psycopg": psycopg.__version__,
+        "postgres": settings,
+    }
+
+
+# --- report --------------------------------------------------------------------------
+
+_LABELS = {
+    "read_by_path": "read by path",
+    "conditional_write": "conditional write",
+    "search_rare": "search, rare term",
+    "search_typical": "search, typical term",
+    "search_common": "search, common term (10%)",
+    "list_first_page": "list, first page",
+}
+
+
+def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    checks = []
+    for name, limits in TARGETS_MS.items():
+        for p, limit in limits.items():
+            value = results[name]["operation"][p]
+            checks.append(
+                {
+                    "operation": name,
+                    "target": f"{p} <= {limit} ms",
+                    "value": value,
+                    "met": value <= limit,
+                }
+            )
+    for name, result in results.items():
+        for p in ("p50", "p95"):
+            ratio = result[f"ratio_{p}"]
+            checks.append(
+                {
+                    "operation": name,
+                    "target": f"{p} <= {MAX_FLOOR_RATIO}x floor",
+                    "value": ratio,
+                    "met": ratio <= MAX_FLOOR_RATIO,
+                }
+            )
+    return checks
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    def triple(stats: dict[str, float]) -> str:
+        return f"{stats['p50']:.2f} / {stats['p95']:.2f} / {stats['p99']:.2f}"
+
+    lines = [
+        "| Operation | Operation p50 / p95 / p99 | SQL under RLS p50 / p95 / p99 "
+        "| Raw-SQL floor p50 / p95 / p99 | Operation ÷ floor (p50, p95) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, result in results.items():
+        lines.append(
+            f"| {_LABELS.get(name, name)} | {triple(result['operation'])} "
+            f"| {triple(result['sql_rls'])} | {triple(result['floor'])} "
+            f"| {result['ratio_p50']:.2f}×, {result['ratio_p95']:.2f}× |"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    spec = seed.SeedSpec(args.records, args.largest, args.seed)
+    with seed.server(args.keep) as (server_url, embedded):
+        cluster, marker = seed.prepare(server_url, spec, reseed=args.reseed)
+        tenants = seed.load_tenants(cluster, spec)
+        bench = Bench(cluster, tenants, args)
+        try:
+            report = _run_bench(bench, marker, args)
+        finally:
+            bench.close()
+        if not args.keep and not embedded:
+            with psycopg.connect(server_url, autocommit=True) as admin:
+                admin.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(spec.database)
+                    )
+                )
+    return report
+
+
+def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    load_before = os.getloadavg()
+    # Searches scan the whole GIN pending list; start every run from an empty one so
+    # runs compare, and measure the pending list's cost on its own afterwards.
+    leftover = bench.clean_pending_list()
+    baseline = bench.bench_baseline()
+    results: dict[str, Any] = {
+        "read_by_path": bench.bench_read(),
+        "list_first_page": bench.bench_list(),
+        "search_rare": bench.bench_search("search_rare", RARE_TERM),
+        "search_typical": bench.bench_search("search_typical", TYPICAL_TERM),
+        "search_common": bench.bench_search("search_common", COMMON_TERM),
+        "conditional_write": bench.bench_write(),
+    }
+    list_custom_plan = bench.bench_list_custom_plan()
+    write_pending = bench.clean_pending_list()
+    pending = bench.bench_pending_list()
+    overhead = [bench.search_function_overhead(t) for t in (RARE_TERM, COMMON_TERM)]
+    prepared = bench.prepared_statements()
+    plans = bench.explain_all()
+    command = "python -m bench.store_bench " + " ".join(
+        f"--{k} {getattr(args, k)}" for k in ("records", "largest", "iterations")
+    )
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": command,
+        "settings": {
+            "iterations": args.iterations,
+            "warmup": args.warmup,
+            "budget_s": args.budget,
+            "seed": args.seed,
+        },
+        "machine": describe_machine(bench.admin),
+        "dataset": describe_dataset(bench, marker),
+        "results": results,
+        "targets": check_targets(results),
+        "baseline": baseline,
+        "what_if": {"list_first_page_sql_rls_force_custom_plan": list_custom_plan},
+        "gin_pending_list": {
+            "pages_left_by_earlier_runs": leftover,
+            "pages_after_write_benchmark": write_pending,
+            **pending,
+        },
+        "search_function_overhead": overhead,
+        "prepared_statements": prepared,
+        "explain": plans,
+        "measure_seconds": round(time.monotonic() - started, 1),
+        # Other work on the machine shows up here (the benchmark itself keeps ~1 core busy).
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+    }
+
+
+def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.store_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--records", type=int, default=1_000_000, help="records in total")
+    parser.add_argument(
+        "--largest",
+        type=int,
+        default=200_000,
+        help="records in the largest workspace (the one measured)",
+    )
+    parser.add_argument("--iterations", type=int, default=1000, help="timed calls per measurement")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed calls before each")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="seconds per measurement at most (slow statements get fewer calls)",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the corpus")
+    parser.add_argument(
+        "--keep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep the seeded database for later runs (default)",
+    )
+    parser.add_argument(
+        "--reseed", action="store_true", help="seed again even if a matching seeded database exists"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results file")
+    args = parser.parse_args(argv)
+    if args.largest >= args.records:
+        parser.error("--largest must be smaller than --records")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_cli(argv)
+    report = run(args)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    for name, plan in report["explain"].items():
+        print(f"\n### EXPLAIN (ANALYZE, BUFFERS): {name}\n\n```\n{plan}\n```")
+    print("\n## Latency (ms)\n")
+    print(markdown_table(report["results"]))
+    iterations = report["settings"]["iterations"]
+    for name, result in report["results"].items():
+        for flavour in ("operation", "sql_rls", "floor"):
+            if result[flavour]["n"] < iterations:
+                print(f"\n{name} {flavour}: {result[flavour]['n']} calls (time budget)")
+    print("\n## Targets\n")
+    for check in report["targets"]:
+        mark = "met" if check["met"] else "MISSED"
+        print(f"- {check['operation']}: {check['target']}: {check['value']} ({mark})")
+    try:
+        shown = args.output.resolve().relative_to(seed.ROOT)
+    except ValueError:
+        shown = args.output
+    print(f"\nresults written to {shown}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
