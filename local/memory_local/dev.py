@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +25,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from botocore.exceptions import ClientError
 from memory_server import migrate
+from memory_server.admin import operators
 from memory_server.audit import EventBridgeSink, sweep
 
 from . import demo
@@ -131,6 +134,8 @@ class DevStack:
                 "PUBLIC_BASE_URL": base_url,
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
+                # Agent keys (admin API) are app clients in the emulated pool.
+                "USER_POOL_ID": provisioned.user_pool_id,
                 "DB_POOL_SIZE": "16",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_METRICS_DISABLED": "true",
@@ -140,15 +145,20 @@ class DevStack:
         self.app = load_handler_module()
         with psycopg.connect(owner_url, autocommit=True) as owner:
             seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
+        with psycopg.connect(owner_url, autocommit=True) as owner:
+            agent_keys = self._surviving_agent_keys(owner)
         self.gateway = ApiGateway(
             self.app.handler,
             issuer=issuer,
-            audiences=seeded.audiences,
+            audiences=[*seeded.audiences, *agent_keys],
             aws=self.aws,
             port=self.port,
             quiet=self.quiet,
         ).start()
         self.port = int(urlsplit(self.gateway.url).port or self.port)
+        # The deployed authorizer's audience list is static (docs/admin.md); here a key
+        # created through the admin API is accepted as soon as it exists.
+        self.app.service.admin.on_key_created = self.gateway.add_audience
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(auditor_url, sink), daemon=True).start()
 
@@ -162,12 +172,42 @@ class DevStack:
             "jwks_uri": f"{self.gateway.url}/.well-known/jwks.json",
             "issuer": provisioned.issuer,
             "aws_endpoint_url": self.aws.endpoint_url,
+            "api_url": self.gateway.url,
+            "user_pool_id": provisioned.user_pool_id,
         }
         endpoint_file = self.root / "endpoint.json"
         endpoint_file.write_text(json.dumps(self.info, indent=2) + "\n")
         endpoint_file.chmod(0o600)
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
+
+    def _surviving_agent_keys(self, owner: psycopg.Connection[Any]) -> list[str]:
+        """Client ids of agent keys whose app client exists in the emulated pool.
+
+        Moto keeps no state across restarts, so keys created through the admin API
+        in an earlier run are gone from the pool: they are retired (revoked and
+        audited) rather than left looking live. Then moto's generator is reseeded
+        at random, so a new key never gets an id an earlier run already used.
+        """
+        assert self.aws is not None
+        alive: list[str] = []
+        retired = 0
+        for _slug, client_id in operators.live_agent_keys(owner):
+            try:
+                self.aws.describe_client(client_id)
+            except ClientError:
+                retired += operators.retire_agent_key(owner, client_id, "app client gone")
+                continue
+            alive.append(client_id)
+        if retired:
+            self._say(f"{retired} agent key(s) from an earlier run retired (moto keeps no state)")
+        if self.moto_seed is not None:
+            reseed = urllib.request.Request(  # noqa: S310 - our own loopback moto server
+                f"{self.aws.endpoint_url}/moto-api/seed?a={secrets.randbits(31)}", method="POST"
+            )
+            with urllib.request.urlopen(reseed, timeout=10) as response:  # noqa: S310
+                response.read()
+        return alive
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):

@@ -4,8 +4,9 @@
 Lambda handler behind this instead. It does what the deployed HTTP API does for
 this service and nothing more:
 
-- routes ``ANY /w/{workspace}/mcp`` (JWT authorizer; any one ``memory/*`` scope)
-  and ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp`` (public) to
+- routes ``ANY /w/{workspace}/mcp`` (JWT authorizer; any one ``memory/*`` scope),
+  ``ANY /w/{workspace}/admin/{proxy+}`` (JWT authorizer; ``memory/admin``) and
+  ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp`` (public) to
   the handler; everything else is 404 ``{"message":"Not Found"}``;
 - verifies tokens as the JWT authorizer does (signature against the JWKS, ``iss``,
   ``aud`` or else ``client_id`` against the audiences, ``exp``/``nbf``/``iat``,
@@ -55,6 +56,8 @@ JwksProvider = Callable[[], Mapping[str, Any]]
 MAX_REQUEST_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
 MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024  # Lambda's synchronous request and response limit
 MCP_ROUTE = "ANY /w/{workspace}/mcp"
+ADMIN_ROUTE = "ANY /w/{workspace}/admin/{proxy+}"
+ADMIN_SCOPES = ("memory/admin",)
 METADATA_ROUTE = "GET /.well-known/oauth-protected-resource/w/{workspace}/mcp"
 JWKS_PATH = "/.well-known/jwks.json"
 TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a URL path, not a secret
@@ -75,9 +78,19 @@ class Route:
     pattern: re.Pattern[str]  # over the decoded path; named groups are path parameters
     target: Literal["lambda", "jwks", "token"]
     scopes: tuple[str, ...] | None = None  # None: no authorizer
+    challenge_scope: str | None = None  # the scope named in 401/403; None: the gateway's
 
 
 ROUTES: tuple[Route, ...] = (
+    # The admin API (memory_server.admin): only tokens with memory/admin get through.
+    Route(
+        ADMIN_ROUTE,
+        None,
+        re.compile(r"^/w/(?P<workspace>[^/]+)/admin/(?P<proxy>.+)$"),
+        "lambda",
+        ADMIN_SCOPES,
+        challenge_scope="memory/admin",
+    ),
     Route(MCP_ROUTE, None, re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$"), "lambda", MEMORY_SCOPES),
     Route(
         METADATA_ROUTE,
@@ -442,7 +455,7 @@ class ApiGateway:
                     request.header("authorization"), route.scopes
                 )
             except AuthorizerError as refusal:
-                return self._refuse(refusal, workspace)
+                return self._refuse(refusal, workspace, route.challenge_scope)
             except JwksUnavailableError as exc:
                 response = _message(500, "Internal Server Error")
                 response.note = f"cannot fetch the JWKS: {exc}"
@@ -450,14 +463,17 @@ class ApiGateway:
         event = self.build_event(request, route, parameters, authorized, request_id)
         return self._invoke(event)
 
-    def _refuse(self, refusal: AuthorizerError, workspace: str) -> HttpResponse:
+    def _refuse(
+        self, refusal: AuthorizerError, workspace: str, scope: str | None = None
+    ) -> HttpResponse:
         metadata = self.resource_metadata_url(workspace)
+        scope = scope or self.challenge_scope
         if refusal.status == 401:
-            challenge = f'Bearer resource_metadata="{metadata}", scope="{self.challenge_scope}"'
+            challenge = f'Bearer resource_metadata="{metadata}", scope="{scope}"'
             message = "Unauthorized"
         else:
             challenge = (
-                f'Bearer error="insufficient_scope", scope="{self.challenge_scope}", '
+                f'Bearer error="insufficient_scope", scope="{scope}", '
                 f'resource_metadata="{metadata}"'
             )
             message = "Forbidden"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import audit
+from .admin.http import AdminApi
+from .admin.identity import CognitoDirectory
 from .caller import Caller, Deadline
 from .contexts import parse_context
 from .db import Database
@@ -33,6 +35,8 @@ from .store import Store, resolve_caller
 logger = logging.getLogger(__name__)
 
 _MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")
+# The admin API (memory_server.admin): matched before the MCP route.
+_ADMIN_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/admin(?P<rest>/.*)?$")
 _METADATA_PATH = re.compile(r"^/\.well-known/oauth-protected-resource/w/(?P<workspace>[^/]+)/mcp$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 DEFAULT_DEADLINE_S = 3.0
@@ -52,6 +56,9 @@ class Settings:
     public_base_url: str | None = None
     idempotency_table: str | None = None
     audit_bus: str | None = None
+    # The Cognito user pool agent keys are created in (admin API); optional, so the
+    # MCP path never needs Cognito.
+    user_pool_id: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -65,6 +72,7 @@ class Settings:
             public_base_url=env.get("PUBLIC_BASE_URL") or None,
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
+            user_pool_id=env.get("USER_POOL_ID") or None,
         )
 
 
@@ -87,6 +95,7 @@ class McpService:
     events_client: Any = None
     dynamodb_client: Any = None
     observer: Observer | None = None
+    cognito_client: Any = None  # boto3 cognito-idp; made from the environment if None
     dispatcher: Dispatcher = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +115,14 @@ class McpService:
             if self.events_client is not None and self.settings.audit_bus
             else None
         )
+        directory = None
+        if self.settings.user_pool_id:
+            if self.cognito_client is None:
+                import boto3  # only when a user pool is configured
+
+                self.cognito_client = boto3.client("cognito-idp")
+            directory = CognitoDirectory(self.cognito_client, self.settings.user_pool_id)
+        self.admin = AdminApi(self.db, self._challenge, directory, self.sink)
         self._guarded_remember = None
         if self.settings.idempotency_table:
             from .idempotency import dynamodb_layer
@@ -123,6 +140,8 @@ class McpService:
             if method not in ("GET", "HEAD"):
                 return _empty(405, {"allow": "GET"})
             return self._metadata(event, match["workspace"])
+        if match := _ADMIN_PATH.match(path):
+            return self.admin.handle(event, match["workspace"], match["rest"] or "", method)
         match = _MCP_PATH.match(path)
         if match is None:
             return _json(404, {"message": "Not Found"})
@@ -150,14 +169,15 @@ class McpService:
             {"cache-control": "public, max-age=3600"},
         )
 
-    def _challenge(self, event: Mapping[str, Any], workspace: str, status: int) -> dict[str, Any]:
+    def _challenge(
+        self, event: Mapping[str, Any], workspace: str, status: int, scope: str = "memory/read"
+    ) -> dict[str, Any]:
         metadata = self._metadata_url(event, workspace)
         if status == 401:
-            value = f'Bearer resource_metadata="{metadata}", scope="memory/read"'
+            value = f'Bearer resource_metadata="{metadata}", scope="{scope}"'
             return _json(401, {"message": "Unauthorized"}, {"www-authenticate": value})
         value = (
-            f'Bearer error="insufficient_scope", scope="memory/read", '
-            f'resource_metadata="{metadata}"'
+            f'Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{metadata}"'
         )
         return _json(403, {"message": "Forbidden"}, {"www-authenticate": value})
 

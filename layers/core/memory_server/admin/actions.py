@@ -1,0 +1,497 @@
+"""Workspace administration: one function per admin action, each one transaction.
+
+Every action runs as the runtime role inside the caller's request transaction
+(``Database.transaction``), so row-level security checks the admin grant again in
+the database (migration 0003 and 0007). Every change takes the workspace's row
+lock first (changes of one workspace are serialised, which the last-admin rule
+needs) and writes its audit row in the same transaction; a request that changes
+nothing writes no audit row.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+
+from ..caller import Caller, Deadline
+from ..contexts import parse_context
+from ..db import Connection, Database
+from ..errors import ToolError
+from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
+from ..records import iso
+from ..sql_files import query
+from . import models as m
+from .errors import AdminError, conflict, invalid, not_found
+from .identity import Directory
+
+ADMIN_DEADLINE_S = 5.0
+ADMIN_URI = "memory-admin://"
+KeyCreated = Callable[[str], None]  # told each new client id (dev: the gateway's audiences)
+
+
+@contextmanager
+def _reading(db: Database, caller: Caller) -> Iterator[Connection]:
+    with db.transaction(caller, Deadline.after(ADMIN_DEADLINE_S), read_only=True) as conn:
+        yield conn
+
+
+@contextmanager
+def _changing(db: Database, caller: Caller) -> Iterator[Connection]:
+    with db.transaction(caller, Deadline.after(ADMIN_DEADLINE_S)) as conn:
+        conn.execute(query("admin_lock_workspace"), {"workspace_id": caller.workspace_id})
+        yield conn
+
+
+def _record(
+    conn: Connection, caller: Caller, operation: str, path: str, details: dict[str, Any]
+) -> None:
+    conn.execute(
+        query("admin_record_event"),
+        {
+            "workspace_id": caller.workspace_id,
+            "uri": ADMIN_URI + path,
+            "operation": operation,
+            "principal_id": caller.principal_id,
+            "source": "admin-api",
+            "request_id": caller.request_id,
+            "details": Jsonb(details),
+        },
+    )
+
+
+def _require_an_admin(conn: Connection, caller: Caller) -> None:
+    row = conn.execute(query("admin_count_admins"), {"workspace_id": caller.workspace_id})
+    found = row.fetchone()
+    if found is None or found["admins"] == 0:
+        # Raising rolls the change back: nobody could administer the workspace after it.
+        raise conflict("the workspace must keep at least one member with the admin grant")
+
+
+def _member(row: dict[str, Any]) -> m.Member:
+    return m.Member(
+        principal_id=str(row["principal_id"]),
+        kind=row["kind"],
+        subject=row["subject"],
+        handle=row["handle"],
+        grants=row["grants"],
+        personal_namespace=row["personal_namespace"],
+        agent_key=row["agent_key"],
+    )
+
+
+# -- the memory feature ---------------------------------------------------------
+
+
+def get_memory(db: Database, caller: Caller) -> m.MemoryFeature:
+    with _reading(db, caller) as conn:
+        row = conn.execute(
+            query("admin_get_memory"), {"workspace_id": caller.workspace_id}
+        ).fetchone()
+    assert row is not None  # the caller was just resolved as a member
+    return m.MemoryFeature(enabled=row["memory_enabled"])
+
+
+def set_memory(db: Database, caller: Caller, body: m.MemoryFeatureIn) -> m.MemoryFeature:
+    with _changing(db, caller) as conn:
+        current = conn.execute(
+            query("admin_get_memory"), {"workspace_id": caller.workspace_id}
+        ).fetchone()
+        assert current is not None
+        if current["memory_enabled"] == body.enabled:
+            return m.MemoryFeature(enabled=body.enabled)
+        conn.execute(
+            query("admin_set_memory"),
+            {"workspace_id": caller.workspace_id, "enabled": body.enabled},
+        )
+        _record(
+            conn,
+            caller,
+            "memory.enable" if body.enabled else "memory.disable",
+            "memory",
+            {"enabled": body.enabled},
+        )
+    return m.MemoryFeature(enabled=body.enabled)
+
+
+# -- members --------------------------------------------------------------------
+
+
+def list_members(db: Database, caller: Caller) -> m.MemberList:
+    with _reading(db, caller) as conn:
+        rows = conn.execute(
+            query("admin_list_members"), {"workspace_id": caller.workspace_id}
+        ).fetchall()
+    return m.MemberList(members=[_member(row) for row in rows])
+
+
+def put_member(
+    db: Database, caller: Caller, subject: str, body: m.MemberIn
+) -> tuple[m.Member, bool]:
+    """Add or change a member; returns the member and whether it was added."""
+    ws = caller.workspace_id
+    with _changing(db, caller) as conn:
+        existing = conn.execute(
+            query("admin_member"), {"workspace_id": ws, "subject": subject}
+        ).fetchone()
+        if existing is not None:
+            principal_id, kind = existing["principal_id"], existing["kind"]
+        else:
+            found = conn.execute(
+                query("admin_principal"),
+                {"kind": body.kind, "subject": subject, "handle": body.handle},
+            ).fetchone()
+            if found is None:
+                if body.kind is None or body.handle is None:
+                    raise invalid(
+                        "handle",
+                        "required_for_new_identity",
+                        "kind and handle are required for an identity new to the service",
+                    )
+                raise conflict("this identity cannot be added (erased, revoked or foreign key)")
+            principal_id, kind = found["id"], found["kind"]
+        if body.kind is not None and body.kind != kind:
+            raise invalid("kind", "matches_identity", f"this identity is a {kind}")
+        if kind == "person":
+            if body.personal_namespace is False:
+                raise invalid(
+                    "personal_namespace",
+                    "people_have_one",
+                    "people always have a personal namespace",
+                )
+            personal = True
+        elif body.personal_namespace is not None:
+            personal = body.personal_namespace
+        else:
+            personal = bool(existing["personal_namespace"]) if existing is not None else False
+        grants = sorted_grants(body.grants)
+        if (
+            existing is not None
+            and existing["grants"] == grants
+            and existing["personal_namespace"] == personal
+        ):
+            return _member(existing), False
+        saved = conn.execute(
+            query("admin_put_member"),
+            {
+                "workspace_id": ws,
+                "principal_id": principal_id,
+                "grants": grants,
+                "personal_namespace": personal,
+            },
+        ).fetchone()
+        assert saved is not None
+        _require_an_admin(conn, caller)
+        details: dict[str, Any] = {
+            "principal_id": str(principal_id),
+            "grants": grants,
+            "personal_namespace": personal,
+        }
+        if existing is not None:
+            details["previous_grants"] = existing["grants"]
+            details["previous_personal_namespace"] = existing["personal_namespace"]
+        _record(
+            conn,
+            caller,
+            "member.change" if existing is not None else "member.add",
+            f"members/{principal_id}",
+            details,
+        )
+        member = conn.execute(query("admin_member"), {"workspace_id": ws, "subject": subject})
+        row = member.fetchone()
+    assert row is not None
+    return _member(row), existing is None
+
+
+def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved:
+    ws = caller.workspace_id
+    with _changing(db, caller) as conn:
+        existing = conn.execute(
+            query("admin_member"), {"workspace_id": ws, "subject": subject}
+        ).fetchone()
+        if existing is None:
+            raise not_found("member")
+        if existing["agent_key"]:
+            raise conflict(
+                "this member is an agent key: revoke it with DELETE …/admin/agent-keys/"
+                f"{subject}, which also deletes its app client"
+            )
+        conn.execute(
+            query("admin_remove_member"),
+            {"workspace_id": ws, "principal_id": existing["principal_id"]},
+        )
+        _require_an_admin(conn, caller)
+        _record(
+            conn,
+            caller,
+            "member.remove",
+            f"members/{existing['principal_id']}",
+            {"principal_id": str(existing["principal_id"]), "grants": existing["grants"]},
+        )
+    return m.MemberRemoved(removed=subject)
+
+
+# -- agent keys -----------------------------------------------------------------
+
+
+def _agent_key(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "client_id": row["client_id"],
+        "name": row["name"],
+        "scopes": row["scopes"],
+        "grants": row["grants"],
+        "personal_namespace": row["personal_namespace"],
+        "created_at": iso(row["created_at"]),
+        "created_by": row["created_by"],
+    }
+
+
+def list_agent_keys(db: Database, caller: Caller) -> m.AgentKeyList:
+    with _reading(db, caller) as conn:
+        rows = conn.execute(
+            query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
+        ).fetchall()
+    return m.AgentKeyList(agent_keys=[m.AgentKey(**_agent_key(row)) for row in rows])
+
+
+def _live_key(conn: Connection, caller: Caller, client_id: str) -> dict[str, Any] | None:
+    rows = conn.execute(
+        query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
+    ).fetchall()
+    return next((row for row in rows if row["client_id"] == client_id), None)
+
+
+def create_agent_key(
+    db: Database,
+    caller: Caller,
+    directory: Directory | None,
+    body: m.AgentKeyIn,
+    *,
+    on_created: KeyCreated | None = None,
+) -> m.AgentKeyCreated:
+    """A client-credentials app client bound to this workspace; the secret once.
+
+    The app client is created first (its id is the principal's subject); if the
+    database part fails, the app client is deleted again, so no key exists that the
+    service does not know about.
+    """
+    if directory is None:
+        raise AdminError(503, "not_configured", "agent keys need a user pool (USER_POOL_ID)")
+    wanted = grants_from_scopes(body.scopes)
+    scopes = [GRANT_SCOPES[g] for g in ALL_GRANTS if g in wanted]  # canonical order
+    with _reading(db, caller) as conn:
+        names = conn.execute(
+            query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
+        ).fetchall()
+    if any(row["name"] == body.name for row in names):
+        raise conflict(f"a live agent key named {body.name!r} exists in this workspace")
+    # Cognito client names allow [\w\s+=,.@-]; the slug and the key name fit.
+    client_id, secret = directory.create_agent_client(f"{caller.workspace}.{body.name}", scopes)
+    try:
+        with _changing(db, caller) as conn:
+            created = conn.execute(
+                query("admin_create_agent_key"),
+                {"client_id": client_id, "name": body.name, "scopes": scopes},
+            ).fetchone()
+            assert created is not None
+            principal_id = created["principal_id"]
+            grants = sorted_grants(grants_from_scopes(scopes))
+            conn.execute(
+                query("admin_put_member"),
+                {
+                    "workspace_id": caller.workspace_id,
+                    "principal_id": principal_id,
+                    "grants": grants,
+                    "personal_namespace": body.personal_namespace,
+                },
+            )
+            _record(
+                conn,
+                caller,
+                "agent_key.create",
+                f"agent-keys/{client_id}",
+                {"client_id": client_id, "principal_id": str(principal_id), "scopes": scopes},
+            )
+            row = _live_key(conn, caller, client_id)
+    except pg_errors.UniqueViolation:
+        directory.delete_agent_client(client_id)
+        raise conflict(f"a live agent key named {body.name!r} exists in this workspace") from None
+    except BaseException:
+        directory.delete_agent_client(client_id)
+        raise
+    assert row is not None
+    if on_created is not None:
+        on_created(client_id)
+    return m.AgentKeyCreated(**_agent_key(row), client_secret=secret)
+
+
+def revoke_agent_key(
+    db: Database, caller: Caller, directory: Directory | None, client_id: str
+) -> m.AgentKeyRevoked:
+    """Delete the app client, then end the key's membership.
+
+    Only a live key of this workspace is touched (checked first, so no admin can
+    delete another workspace's app client). The app client goes first: if the
+    database part then fails, a retry finds the key still live and finishes. Tokens
+    already issued stop working as soon as the membership is gone, because every
+    request resolves the caller's membership afresh.
+    """
+    with _reading(db, caller) as conn:
+        if _live_key(conn, caller, client_id) is None:
+            raise not_found("agent key")
+    deleted = directory.delete_agent_client(client_id) if directory is not None else False
+    with _changing(db, caller) as conn:
+        revoked = conn.execute(query("admin_revoke_agent_key"), {"client_id": client_id})
+        row = revoked.fetchone()
+        if row is None or row["principal_id"] is None:
+            raise not_found("agent key")  # revoked concurrently
+        _record(
+            conn,
+            caller,
+            "agent_key.revoke",
+            f"agent-keys/{client_id}",
+            {"client_id": client_id, "principal_id": str(row["principal_id"])},
+        )
+    return m.AgentKeyRevoked(revoked=client_id, client_deleted=deleted)
+
+
+# -- contexts -------------------------------------------------------------------
+
+
+def _registrable(context_key: str) -> tuple[str, str]:
+    try:
+        context = parse_context(context_key)
+    except ToolError as error:
+        raise invalid("context", "context_syntax", error.message) from None
+    if context.kind not in ("channel", "dm"):
+        raise invalid(
+            "context",
+            "channel_or_dm",
+            "only channels and DMs are registered; threads follow their channel",
+        )
+    return context.key, context.kind
+
+
+def list_contexts(db: Database, caller: Caller) -> m.ContextList:
+    with _reading(db, caller) as conn:
+        registered = conn.execute(
+            query("admin_list_contexts"), {"workspace_id": caller.workspace_id}
+        ).fetchall()
+        usage = conn.execute(query("admin_context_usage")).fetchall()
+    return m.ContextList(
+        contexts=[
+            m.RegisteredContext(
+                context=row["context_key"],
+                kind=row["kind"],
+                private=row["private"],
+                members=list(row["members"]),
+            )
+            for row in registered
+        ],
+        in_use=[m.ContextUsage(context=r["context_key"], records=r["records"]) for r in usage],
+    )
+
+
+def put_context(
+    db: Database, caller: Caller, context_key: str, body: m.ContextIn
+) -> m.RegisteredContext:
+    """Register a private channel or a DM with exactly these members."""
+    key, kind = _registrable(context_key)
+    ws = caller.workspace_id
+    with _changing(db, caller) as conn:
+        found = conn.execute(
+            query("admin_member_ids"), {"workspace_id": ws, "subjects": list(body.members)}
+        ).fetchall()
+        ids = {row["subject"]: row["id"] for row in found}
+        missing = [s for s in body.members if s not in ids]
+        if missing:
+            raise invalid(
+                "members", "workspace_members", f"not members of this workspace: {missing}"
+            )
+        members = [ids[s] for s in body.members]
+        before = conn.execute(query("admin_list_contexts"), {"workspace_id": ws}).fetchall()
+        previous = next((row for row in before if row["context_key"] == key), None)
+        if previous is not None and sorted(previous["members"]) == sorted(body.members):
+            return _registered(previous)
+        conn.execute(
+            query("admin_put_context"),
+            {"workspace_id": ws, "context_key": key, "kind": kind, "members": members},
+        )
+        _record(
+            conn,
+            caller,
+            "context.register",
+            f"contexts/{key}",
+            {"context": key, "members": sorted(str(i) for i in members)},
+        )
+        after = conn.execute(query("admin_list_contexts"), {"workspace_id": ws}).fetchall()
+    return _registered(next(row for row in after if row["context_key"] == key))
+
+
+def _registered(row: dict[str, Any]) -> m.RegisteredContext:
+    return m.RegisteredContext(
+        context=row["context_key"],
+        kind=row["kind"],
+        private=row["private"],
+        members=list(row["members"]),
+    )
+
+
+def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextRemoved:
+    key, _ = _registrable(context_key)
+    with _changing(db, caller) as conn:
+        gone = conn.execute(
+            query("admin_remove_context"), {"workspace_id": caller.workspace_id, "context_key": key}
+        ).fetchone()
+        if gone is None:
+            raise not_found("registered context")
+        _record(conn, caller, "context.unregister", f"contexts/{key}", {"context": key})
+    return m.ContextRemoved(removed=key)
+
+
+# -- the audit trail ------------------------------------------------------------
+
+_NIL = uuid.UUID(int=0)
+
+
+def audit_page(db: Database, caller: Caller, params: m.AuditQuery) -> m.AuditPage:
+    """Newest first; ``next_cursor`` continues below the last event shown."""
+    with _reading(db, caller) as conn:
+        rows = conn.execute(
+            query("admin_audit_page"),
+            {
+                "workspace_id": caller.workspace_id,
+                "before": int(params.cursor) if params.cursor else None,
+                "limit": params.limit + 1,
+            },
+        ).fetchall()
+    events = [
+        m.AuditEvent(
+            id=row["id"],
+            time=iso(row["occurred_at"]),
+            operation=row["operation"],
+            uri=row["uri"],
+            record_id=None if row["memory_id"] == _NIL else str(row["memory_id"]),
+            revision=row["revision"],
+            actor=str(row["writer_id"]),
+            actor_handle=row["writer"],
+            source=row["source"],
+            request_id=row["request_id"],
+            details=_details(row["details"]),
+            published=row["published"],
+        )
+        for row in rows[: params.limit]
+    ]
+    more = len(rows) > params.limit
+    return m.AuditPage(events=events, next_cursor=str(events[-1].id) if more else None)
+
+
+def _details(value: Any) -> dict[str, object] | None:
+    if value is None:
+        return None
+    return dict(value) if isinstance(value, dict) else dict(json.loads(value))

@@ -1,0 +1,305 @@
+"""The admin API: ``/w/{workspace}/admin/…`` on the same HTTP API as the MCP endpoint.
+
+Thin: authenticate (the same verified-claims rule as the MCP route), resolve the
+caller's membership, require the ``admin`` grant (token scope ∩ membership), match
+a route of ``ROUTES``, validate the input with its model, call the action in
+:mod:`.actions`, answer with its response model. ``ROUTES`` is also what
+:mod:`.openapi` describes, so the document and the dispatcher cannot disagree.
+
+Answers: 401/403 challenges as on the MCP route (with ``scope="memory/admin"``);
+404 with an empty body for a workspace that does not exist or where the caller is
+not a member (the same answer, so the URL is no oracle); 403 ``permission_denied``
+for a member without the admin grant (a member already knows the workspace
+exists); 422 naming the field and rule for bad input. The memory feature being
+off does not close the admin API: turning it on is an admin's job.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel
+
+from .. import audit
+from ..caller import Caller
+from ..contexts import parse_context
+from ..db import Database
+from ..errors import ContextUnavailable, ToolError
+from ..store import resolve_caller
+from . import actions
+from . import models as m
+from .errors import AdminError, invalid
+from .identity import Directory
+
+logger = logging.getLogger(__name__)
+
+ADMIN_SCOPE = "memory/admin"
+_SLUG = re.compile(m.SLUG_PATTERN)
+_SUBJECT = re.compile(m.SUBJECT_PATTERN)
+Challenge = Callable[[Mapping[str, Any], str, int, str], dict[str, Any]]
+Params = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    template: str  # below /w/{workspace}/admin
+    operation_id: str
+    summary: str
+    response: type[BaseModel]
+    request: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    status: int = 200
+    changes: bool = False  # publish the request's audit rows afterwards
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        # {context} may hold '/' (a thread key, refused with a clear 422); others not.
+        regex = re.sub(
+            r"\{(\w+)\}",
+            lambda p: f"(?P<{p[1]}>.+)" if p[1] == "context" else f"(?P<{p[1]}>[^/]+)",
+            self.template,
+        )
+        return re.compile(f"^{regex}$")
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/memory", "getMemory", "Is the memory feature on?", m.MemoryFeature),
+    Route(
+        "PUT",
+        "/memory",
+        "setMemory",
+        "Turn the memory feature on or off",
+        m.MemoryFeature,
+        m.MemoryFeatureIn,
+        changes=True,
+    ),
+    Route("GET", "/members", "listMembers", "List members and their grants", m.MemberList),
+    Route(
+        "PUT",
+        "/members/{subject}",
+        "putMember",
+        "Add a member or change its grants (201 when added)",
+        m.Member,
+        m.MemberIn,
+        changes=True,
+    ),
+    Route(
+        "DELETE",
+        "/members/{subject}",
+        "removeMember",
+        "Remove a member",
+        m.MemberRemoved,
+        changes=True,
+    ),
+    Route("GET", "/agent-keys", "listAgentKeys", "List live agent keys", m.AgentKeyList),
+    Route(
+        "POST",
+        "/agent-keys",
+        "createAgentKey",
+        "Create an agent key (the secret is in this response only)",
+        m.AgentKeyCreated,
+        m.AgentKeyIn,
+        status=201,
+        changes=True,
+    ),
+    Route(
+        "DELETE",
+        "/agent-keys/{client_id}",
+        "revokeAgentKey",
+        "Revoke an agent key: its app client and membership go",
+        m.AgentKeyRevoked,
+        changes=True,
+    ),
+    Route(
+        "GET",
+        "/contexts",
+        "listContexts",
+        "Registered private channels and DMs, and contexts holding records",
+        m.ContextList,
+    ),
+    Route(
+        "PUT",
+        "/contexts/{context}",
+        "putContext",
+        "Register a private channel or DM with exactly these members",
+        m.RegisteredContext,
+        m.ContextIn,
+        changes=True,
+    ),
+    Route(
+        "DELETE",
+        "/contexts/{context}",
+        "removeContext",
+        "Unregister a private channel or DM",
+        m.ContextRemoved,
+        changes=True,
+    ),
+    Route(
+        "GET",
+        "/audit",
+        "listAudit",
+        "The workspace's audit trail, newest first, paged",
+        m.AuditPage,
+        query=m.AuditQuery,
+    ),
+)
+
+
+def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        # no-store: answers hold grants, and a key's secret once.
+        "headers": {
+            "content-type": "application/json",
+            "cache-control": "no-store",
+            **(headers or {}),
+        },
+        "body": json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+    }
+
+
+def _empty(status: int, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"statusCode": status, "headers": dict(headers or {}), "body": ""}
+
+
+def _subject(params: Params, name: str) -> str:
+    value = params[name]
+    if not _SUBJECT.match(value):
+        raise invalid(name, "string_pattern_mismatch", "not a valid subject or client id")
+    return value
+
+
+@dataclass
+class AdminApi:
+    db: Database
+    challenge: Challenge
+    directory: Directory | None = None
+    sink: audit.EventSink | None = None
+    on_key_created: actions.KeyCreated | None = None
+    _handlers: dict[str, Callable[[Caller, Params, Any], tuple[BaseModel, int]]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        db = self.db
+        self._handlers = {
+            "getMemory": lambda c, p, b: (actions.get_memory(db, c), 200),
+            "setMemory": lambda c, p, b: (actions.set_memory(db, c, b), 200),
+            "listMembers": lambda c, p, b: (actions.list_members(db, c), 200),
+            "putMember": self._put_member,
+            "removeMember": lambda c, p, b: (
+                actions.remove_member(db, c, _subject(p, "subject")),
+                200,
+            ),
+            "listAgentKeys": lambda c, p, b: (actions.list_agent_keys(db, c), 200),
+            "createAgentKey": lambda c, p, b: (
+                actions.create_agent_key(db, c, self.directory, b, on_created=self.on_key_created),
+                201,
+            ),
+            "revokeAgentKey": lambda c, p, b: (
+                actions.revoke_agent_key(db, c, self.directory, _subject(p, "client_id")),
+                200,
+            ),
+            "listContexts": lambda c, p, b: (actions.list_contexts(db, c), 200),
+            "putContext": lambda c, p, b: (actions.put_context(db, c, p["context"], b), 200),
+            "removeContext": lambda c, p, b: (actions.remove_context(db, c, p["context"]), 200),
+            "listAudit": lambda c, p, b: (actions.audit_page(db, c, b), 200),
+        }
+        assert set(self._handlers) == {route.operation_id for route in ROUTES}
+
+    def _put_member(self, caller: Caller, params: Params, body: Any) -> tuple[BaseModel, int]:
+        member, added = actions.put_member(self.db, caller, _subject(params, "subject"), body)
+        return member, 201 if added else 200
+
+    def handle(
+        self, event: Mapping[str, Any], workspace: str, rest: str, method: str
+    ) -> dict[str, Any]:
+        jwt = (event.get("requestContext", {}).get("authorizer") or {}).get("jwt") or {}
+        claims = jwt.get("claims") or {}
+        subject = claims.get("sub")
+        if not subject or claims.get("token_use", "access") != "access":
+            return self.challenge(event, workspace, 401, ADMIN_SCOPE)
+        scopes = jwt.get("scopes") or str(claims.get("scope", "")).split()
+        if ADMIN_SCOPE not in scopes:
+            return self.challenge(event, workspace, 403, ADMIN_SCOPE)
+        if not _SLUG.match(workspace):
+            return _empty(404)
+        request_id = event.get("requestContext", {}).get("requestId")
+        try:
+            membership = resolve_caller(
+                self.db,
+                workspace=workspace,
+                subject=subject,
+                scopes=scopes,
+                context=parse_context(None),
+                request_id=request_id,
+            )
+        except (ToolError, ContextUnavailable):
+            return _json(503, {"error": "unavailable", "message": "retry"}, {"retry-after": "1"})
+        if membership is None:
+            return _empty(404)
+        caller = membership.caller
+        if "admin" not in caller.grants:
+            return _json(
+                403,
+                {
+                    "error": "permission_denied",
+                    "message": "this needs the admin grant in this workspace",
+                },
+            )
+        return self._dispatch(event, caller, rest or "/", method)
+
+    def _dispatch(
+        self, event: Mapping[str, Any], caller: Caller, rest: str, method: str
+    ) -> dict[str, Any]:
+        allowed: list[str] = []
+        for route in ROUTES:
+            found = route.pattern.match(rest)
+            if found is None:
+                continue
+            if route.method != method:
+                allowed.append(route.method)
+                continue
+            return self._run(event, caller, route, found.groupdict())
+        if allowed:
+            return _empty(405, {"allow": ", ".join(allowed)})
+        return _json(404, {"error": "not_found", "message": "no such admin route"})
+
+    def _run(
+        self, event: Mapping[str, Any], caller: Caller, route: Route, params: Params
+    ) -> dict[str, Any]:
+        try:
+            body: Any = None
+            if route.request is not None:
+                body = m.parse_json(route.request, _body(event))
+            elif route.query is not None:
+                raw_query = str(event.get("rawQueryString") or "")
+                body = m.parse_query(route.query, dict(parse_qsl(raw_query)))
+            result, status = self._handlers[route.operation_id](caller, params, body)
+        except AdminError as error:
+            return _json(error.status, error.to_dict())
+        except ToolError as error:
+            # The database timed out or went away: retryable, never a partial answer.
+            return _json(503, {"error": error.code, "message": error.message}, {"retry-after": "1"})
+        if route.changes:
+            self._publish(caller)
+        return _json(status, result.model_dump(mode="json"))
+
+    def _publish(self, caller: Caller) -> None:
+        if self.sink is None:
+            return
+        try:
+            audit.publish_request(self.db, caller, self.sink)
+        except Exception:  # the sweeper delivers it later; the change is committed
+            logger.warning("admin audit publish deferred to the sweeper", exc_info=True)
+
+
+def _body(event: Mapping[str, Any]) -> bytes:
+    raw = event.get("body") or ""
+    return base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8")

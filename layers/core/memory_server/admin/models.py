@@ -1,0 +1,249 @@
+"""The admin API's JSON, as strict pydantic models (requests) and plain ones (responses).
+
+Requests are strict (no coercion, no unknown fields), so a client learns which field
+broke which rule. Responses are models too: the handler builds them, so what goes
+out is what ``docs/admin-openapi.json`` (generated from these) describes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..grants import Grant
+from .errors import AdminError
+
+Scope = Literal[
+    "memory/read", "memory/write.personal", "memory/write.shared", "memory/delete", "memory/admin"
+]
+# A Cognito ``sub`` (a UUID) or an app client id; ':' is left out so no caller can
+# name an erased identity ('erased:…').
+SUBJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$"
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"  # as the workspaces table checks it
+Subject = Annotated[
+    str,
+    Field(
+        pattern=SUBJECT_PATTERN,
+        description="A person's Cognito sub or a service's app client id",
+    ),
+]
+Handle = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        # No control or invisible format characters (spelled out: the same pattern
+        # must mean the same in pydantic, Python's re and ECMA-262 JSON Schema).
+        pattern=r"^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]+$",
+        description="Display name shown in provenance (no control characters)",
+    ),
+]
+KeyName = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="Name of the agent key, unique among the workspace's live keys",
+    ),
+]
+
+
+def _unique(values: list[str], what: str) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what} must not repeat")
+    return values
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Out(BaseModel):
+    # Every field is always present in a response, defaults included.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+# -- requests -------------------------------------------------------------------
+
+
+class MemoryFeatureIn(_In):
+    enabled: bool
+
+
+class MemberIn(_In):
+    grants: list[Grant] = Field(max_length=5, description="The member's grants")
+    kind: Literal["person", "service"] | None = Field(
+        None, description="Required with handle when the identity is new to the service"
+    )
+    handle: Handle | None = None
+    personal_namespace: bool | None = Field(
+        None, description="Services only (people always have one); default: unchanged, or false"
+    )
+
+    @field_validator("grants")
+    @classmethod
+    def _grants_unique(cls, value: list[Grant]) -> list[Grant]:
+        _unique(list(value), "grants")
+        return value
+
+
+class AgentKeyIn(_In):
+    name: KeyName
+    scopes: list[Scope] = Field(min_length=1, max_length=5)
+    personal_namespace: bool = False
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes_unique(cls, value: list[Scope]) -> list[Scope]:
+        _unique(list(value), "scopes")
+        return value
+
+
+class ContextIn(_In):
+    members: list[Subject] = Field(max_length=256, description="Subjects of workspace members")
+
+    @field_validator("members")
+    @classmethod
+    def _members_unique(cls, value: list[str]) -> list[str]:
+        return _unique(value, "members")
+
+
+class AuditQuery(BaseModel):
+    # Query parameters arrive as strings: lax parsing, the same bounds.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    limit: int = Field(50, ge=1, le=200)
+    cursor: str | None = Field(None, pattern=r"^[1-9][0-9]{0,18}$")
+
+
+# -- responses ------------------------------------------------------------------
+
+
+class MemoryFeature(_Out):
+    enabled: bool
+
+
+class Member(_Out):
+    principal_id: str
+    kind: Literal["person", "service"]
+    subject: str
+    handle: str
+    grants: list[Grant]
+    personal_namespace: bool
+    agent_key: bool
+
+
+class MemberList(_Out):
+    members: list[Member]
+
+
+class MemberRemoved(_Out):
+    removed: str
+
+
+class AgentKey(_Out):
+    client_id: str
+    name: str
+    scopes: list[Scope]
+    grants: list[Grant]
+    personal_namespace: bool
+    created_at: str
+    created_by: str | None
+
+
+class AgentKeyCreated(AgentKey):
+    client_secret: str = Field(description="Shown once: it is not stored by the service")
+
+
+class AgentKeyList(_Out):
+    agent_keys: list[AgentKey]
+
+
+class AgentKeyRevoked(_Out):
+    revoked: str
+    client_deleted: bool = Field(description="The app client was deleted from the user pool")
+
+
+class RegisteredContext(_Out):
+    context: str
+    kind: Literal["channel", "dm"]
+    private: bool
+    members: list[str]
+
+
+class ContextUsage(_Out):
+    context: str
+    records: int
+
+
+class ContextList(_Out):
+    contexts: list[RegisteredContext]
+    in_use: list[ContextUsage]
+
+
+class ContextRemoved(_Out):
+    removed: str
+
+
+class AuditEvent(_Out):
+    id: int
+    time: str
+    operation: str
+    uri: str
+    record_id: str | None
+    revision: int
+    actor: str
+    actor_handle: str | None
+    source: str | None
+    request_id: str | None
+    details: dict[str, object] | None
+    published: bool
+
+
+class AuditPage(_Out):
+    events: list[AuditEvent]
+    next_cursor: str | None
+
+
+class Problem(_Out):
+    field: str
+    rule: str
+    message: str
+
+
+class ErrorBody(_Out):
+    error: str
+    message: str
+    problems: list[Problem] = Field(default_factory=list)
+
+
+# -- validation -----------------------------------------------------------------
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def problems_of(exc: ValidationError, *, where: str = "body") -> list[dict[str, str]]:
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False)[:10]:
+        field = ".".join(str(part) for part in error["loc"]) or where
+        problems.append({"field": field, "rule": error["type"], "message": error["msg"]})
+    return problems
+
+
+def parse_json(model: type[ModelT], raw: bytes) -> ModelT:
+    """A request body as ``model``; 422 naming every broken field and rule."""
+    try:
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        raise _unprocessable(problems_of(exc)) from None
+
+
+def parse_query(model: type[ModelT], params: dict[str, str]) -> ModelT:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise _unprocessable(problems_of(exc, where="query")) from None
+
+
+def _unprocessable(problems: list[dict[str, str]]) -> AdminError:
+    message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return AdminError(422, "invalid_request", message, problems)

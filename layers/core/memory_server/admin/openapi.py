@@ -1,0 +1,168 @@
+"""The admin API's OpenAPI 3.1 description, generated from ``ROUTES`` and the models.
+
+``docs/admin-openapi.json`` is this function's output; a test regenerates it and
+fails when the two differ, and validates live responses against its schemas.
+Regenerate with ``python -m memory_server.admin.openapi > docs/admin-openapi.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import models as m
+from .http import ADMIN_SCOPE, ROUTES, Route
+
+BASE = "/w/{workspace}/admin"
+_PATH_PARAMETERS = {
+    "subject": ("A person's Cognito sub or a service's app client id", m.SUBJECT_PATTERN),
+    "client_id": ("The agent key's app client id", m.SUBJECT_PATTERN),
+    "context": ("A context key: channel:{id} or dm:{id}, percent-encoded as a path segment", None),
+}
+
+
+def build_openapi() -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+
+    def ref(model: type[BaseModel], mode: str) -> dict[str, str]:
+        schema = model.model_json_schema(
+            ref_template="#/components/schemas/{model}",
+            mode="validation" if mode == "validation" else "serialization",
+        )
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    error = ref(m.ErrorBody, "serialization")
+    gateway = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+    }
+    schemas["GatewayMessage"] = gateway
+
+    def json_content(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"application/json": {"schema": schema}}
+
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        operation: dict[str, Any] = {
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "security": [{"bearer": []}],
+            "parameters": _parameters(route),
+            "responses": {
+                str(route.status): {
+                    "description": "Success",
+                    "content": json_content(ref(route.response, "serialization")),
+                },
+                "401": {
+                    "description": "No valid token (WWW-Authenticate challenge)",
+                    "content": json_content({"$ref": "#/components/schemas/GatewayMessage"}),
+                },
+                "403": {
+                    "description": (
+                        f"The token lacks {ADMIN_SCOPE} (insufficient_scope challenge), or "
+                        "the member lacks the admin grant (permission_denied)"
+                    ),
+                    "content": json_content(
+                        {"anyOf": [{"$ref": "#/components/schemas/GatewayMessage"}, error]}
+                    ),
+                },
+                "404": {
+                    "description": (
+                        "No such workspace or not a member: an empty body, the same for both. "
+                        "Otherwise no such member, key, context or route (ErrorBody)."
+                    ),
+                    "content": json_content(error),
+                },
+                "422": {
+                    "description": "Invalid input: each problem names its field and rule",
+                    "content": json_content(error),
+                },
+                "503": {"description": "Retry later", "content": json_content(error)},
+            },
+        }
+        if route.operation_id == "putMember":  # 200 when changed, 201 when added
+            operation["responses"]["201"] = {
+                "description": "Added",
+                "content": json_content(ref(route.response, "serialization")),
+            }
+        if route.changes:
+            operation["responses"]["409"] = {
+                "description": "Conflicts with the workspace's state (for example the last admin)",
+                "content": json_content(error),
+            }
+        if route.request is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": json_content(ref(route.request, "validation")),
+            }
+        paths.setdefault(BASE + route.template, {})[route.method.lower()] = operation
+
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "memory-server admin API",
+            "version": "1.0.0",
+            "description": (
+                "Workspace administration on the same HTTP API as the MCP endpoint. Every "
+                f"route needs an access token with the {ADMIN_SCOPE} scope and the admin "
+                "grant in the workspace. See docs/admin.md."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": dict(sorted(schemas.items())),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": f"A Cognito access token carrying {ADMIN_SCOPE}",
+                }
+            },
+        },
+    }
+
+
+def _parameters(route: Route) -> list[dict[str, Any]]:
+    parameters: list[dict[str, Any]] = [
+        {
+            "name": "workspace",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "pattern": m.SLUG_PATTERN},
+        }
+    ]
+    for name in re.findall(r"\{(\w+)\}", route.template):
+        description, pattern = _PATH_PARAMETERS[name]
+        schema: dict[str, Any] = {"type": "string"}
+        if pattern:
+            schema["pattern"] = pattern
+        parameters.append(
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "description": description,
+                "schema": schema,
+            }
+        )
+    if route.query is not None:
+        query_schema = route.query.model_json_schema()
+        for name, schema in query_schema["properties"].items():
+            parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
+    return parameters
+
+
+def main() -> None:
+    sys.stdout.write(json.dumps(build_openapi(), indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+-- One member of the workspace, locked for a change.
+SELECT p.id AS principal_id, p.kind, p.subject, p.handle, m.grants, m.personal_namespace,
+       (p.workspace_id IS NOT NULL) AS agent_key
+FROM memory.memberships AS m
+JOIN memory.principals AS p ON p.id = m.principal_id
+WHERE m.workspace_id = %(workspace_id)s AND p.subject = %(subject)s
+FOR UPDATE OF m

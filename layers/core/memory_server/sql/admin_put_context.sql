@@ -1,0 +1,16 @@
+-- Register a private channel or a DM and replace its member list, in one statement.
+WITH registered AS (
+    INSERT INTO memory.contexts (workspace_id, context_key, kind, private)
+    VALUES (%(workspace_id)s, %(context_key)s, %(kind)s, true)
+    ON CONFLICT (workspace_id, context_key) DO UPDATE SET private = true
+    RETURNING workspace_id, context_key
+), cleared AS (
+    DELETE FROM memory.context_members AS cm
+    USING registered AS r
+    WHERE cm.workspace_id = r.workspace_id AND cm.context_key = r.context_key
+      AND cm.principal_id <> ALL (%(members)s)
+)
+INSERT INTO memory.context_members (workspace_id, context_key, principal_id)
+SELECT r.workspace_id, r.context_key, member
+FROM registered AS r, unnest(%(members)s::uuid[]) AS member
+ON CONFLICT DO NOTHING

@@ -1,0 +1,698 @@
+"""``memoryctl``: the admin API, operator commands, export/import and erasure.
+
+Two kinds of command:
+
+- **workspace admin** (``memory``, ``members``, ``keys``, ``contexts``, ``audit``,
+  ``export``, ``import``): HTTP calls with an access token, exactly what any client
+  of the admin API or the MCP endpoint could do (``--url``, ``--workspace``,
+  ``--token``; or ``--as NAME`` for a token from ``.dev/endpoint.json``);
+- **operator** (``workspaces``, ``erase``): the owner role's database URL
+  (``--database-url``, else ``database_url`` from the endpoint file), plus the user
+  pool when one is configured (app clients to delete, people to sign out).
+
+``--json`` prints one JSON document on stdout for scripts; otherwise tables for
+people. Long work (export, import) shows a progress bar on stderr. Exit codes: 0
+done, 1 refused or failed, 3 an import finished with conflicts or skips.
+
+Run it as ``python -m memory_local.memoryctl`` (or ``memoryctl`` once installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+import httpx2
+import psycopg
+import typer
+from memory_server.admin import operators, transfer
+from memory_server.admin.errors import AdminError
+from memory_server.admin.identity import CognitoDirectory, Directory
+from memory_server.grants import ALL_GRANTS
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+HANDSHAKE_VERSION = "2025-11-25"  # stateless: any request works without a session
+EXIT_FAILED = 1
+EXIT_INCOMPLETE = 3
+
+app = typer.Typer(
+    help="Administer a memory server: workspaces, members, agent keys, contexts, data.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+memory_app = typer.Typer(help="The workspace's memory feature.", no_args_is_help=True)
+members_app = typer.Typer(help="Members and their grants.", no_args_is_help=True)
+keys_app = typer.Typer(help="Agent keys (client-credentials app clients).", no_args_is_help=True)
+contexts_app = typer.Typer(help="Private channels and DMs.", no_args_is_help=True)
+workspaces_app = typer.Typer(help="Operator: workspaces (owner role).", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
+app.add_typer(members_app, name="members")
+app.add_typer(keys_app, name="keys")
+app.add_typer(contexts_app, name="contexts")
+app.add_typer(workspaces_app, name="workspaces")
+
+out = Console()
+err = Console(stderr=True)
+
+
+class Failure(Exception):
+    """A refusal or failure to report (message) and exit with ``EXIT_FAILED``."""
+
+
+# -- configuration --------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    json: bool
+    endpoint_file: Path
+    url: str | None
+    workspace: str | None
+    token: str | None
+    as_name: str | None
+    database_url: str | None
+
+    def endpoint(self) -> dict[str, Any]:
+        if self.endpoint_file.exists():
+            return dict(json.loads(self.endpoint_file.read_text()))
+        return {}
+
+    def api_url(self) -> str:
+        if self.url:
+            return self.url.rstrip("/")
+        info = self.endpoint()
+        if info.get("api_url"):
+            return str(info["api_url"]).rstrip("/")
+        if info.get("url"):
+            parts = urlsplit(str(info["url"]))
+            return f"{parts.scheme}://{parts.netloc}"
+        raise Failure("no API URL: pass --url (or run `make dev` for .dev/endpoint.json)")
+
+    def bearer(self) -> str:
+        if self.token:
+            return self.token
+        tokens = self.endpoint().get("tokens", {})
+        if self.as_name:
+            if self.as_name not in tokens:
+                raise Failure(f"no token named {self.as_name!r} in {self.endpoint_file}")
+            return str(tokens[self.as_name])
+        raise Failure("no token: pass --token (or --as NAME with a dev endpoint file)")
+
+    def workspace_slug(self) -> str:
+        if self.workspace:
+            return self.workspace
+        raise Failure("no workspace: pass --workspace")
+
+    def owner_url(self) -> str:
+        url = self.database_url or self.endpoint().get("database_url")
+        if not url:
+            raise Failure("no owner database URL: pass --database-url")
+        return str(url)
+
+    def directory(self) -> Directory | None:
+        """The user pool for operator commands: the dev stack's, else ``USER_POOL_ID``."""
+        import boto3
+
+        info = self.endpoint()
+        if info.get("user_pool_id") and info.get("aws_endpoint_url"):
+            # The dev stack's moto: its fake credentials, never a developer's real ones.
+            client = boto3.client(
+                "cognito-idp",
+                endpoint_url=info["aws_endpoint_url"],
+                region_name="us-east-1",
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",  # noqa: S106 - moto's conventional fake
+                aws_session_token="testing",  # noqa: S106
+            )
+            return CognitoDirectory(client, str(info["user_pool_id"]))
+        if os.environ.get("USER_POOL_ID"):
+            return CognitoDirectory(boto3.client("cognito-idp"), os.environ["USER_POOL_ID"])
+        return None
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    settings = ctx.find_root().obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    json_output: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
+    endpoint_file: Annotated[
+        Path, typer.Option(envvar="MEMORY_ENDPOINT_FILE", help="Dev stack endpoint file")
+    ] = Path(".dev/endpoint.json"),
+    url: Annotated[
+        str | None, typer.Option(envvar="MEMORY_URL", help="API base URL (no path)")
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", envvar="MEMORY_WORKSPACE")
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="MEMORY_TOKEN", help="Bearer access token")
+    ] = None,
+    as_name: Annotated[
+        str | None, typer.Option("--as", help="A token name from the endpoint file")
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(envvar="MEMORY_DATABASE_URL", help="Owner role URL (operator commands)"),
+    ] = None,
+) -> None:
+    ctx.obj = Settings(json_output, endpoint_file, url, workspace, token, as_name, database_url)
+
+
+# -- output ---------------------------------------------------------------------
+
+
+def emit(settings: Settings, document: Any, table: Callable[[], Table] | None = None) -> None:
+    """One JSON document for scripts; a table (or highlighted JSON) for people."""
+    if settings.json:
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    elif table is None:
+        out.print_json(json.dumps(document, ensure_ascii=False))
+    else:
+        out.print(table())
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            *("" if v is None else ", ".join(v) if isinstance(v, list) else str(v) for v in row)
+        )
+    return table
+
+
+@contextmanager
+def progress_bar(settings: Settings, what: str) -> Iterator[Callable[[int, int], None]]:
+    with Progress(
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,  # stderr: --json output on stdout stays one clean document
+    ) as bar:
+        task = bar.add_task(what, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+# -- HTTP -----------------------------------------------------------------------
+
+
+class AdminClient:
+    def __init__(self, settings: Settings) -> None:
+        self.base = f"{settings.api_url()}/w/{quote(settings.workspace_slug(), safe='')}"
+        self.http = httpx2.Client(
+            headers={"Authorization": f"Bearer {settings.bearer()}"}, timeout=30.0
+        )
+
+    def request(
+        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
+        response = self.http.request(
+            method, f"{self.base}/admin{path}", json=body, params=params or None
+        )
+        if response.status_code >= 400:
+            raise Failure(_explain(response))
+        return response.json()
+
+
+def _explain(response: httpx2.Response) -> str:
+    status = response.status_code
+    try:
+        body = response.json() if response.content else {}
+    except ValueError:
+        body = {}
+    if status == 404 and not response.content:
+        return "404: no such workspace, or you are not a member of it"
+    message = body.get("message") or response.reason_phrase
+    problems = "".join(
+        f"\n  {p['field']}: {p['message']} ({p['rule']})" for p in body.get("problems", [])
+    )
+    return f"{status} {body.get('error', '')}: {message}{problems}".replace(" :", ":")
+
+
+class HttpTools:
+    """``transfer.ToolCaller`` over the MCP endpoint (plain JSON-RPC, stateless)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = f"{settings.api_url()}/w/{quote(settings.workspace_slug(), safe='')}/mcp"
+        self.http = httpx2.Client(
+            headers={
+                "Authorization": f"Bearer {settings.bearer()}",
+                "MCP-Protocol-Version": HANDSHAKE_VERSION,
+                "Accept": "application/json, text/event-stream",
+            },
+            timeout=30.0,
+        )
+        self.next_id = 0
+
+    def call(self, tool: str, arguments: dict[str, Any], *, context: str) -> dict[str, Any]:
+        self.next_id += 1
+        message = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        response = self.http.post(self.url, json=message, headers={"Memory-Context": context})
+        refused = response.status_code == 403 and response.content
+        if refused and response.json().get("error") == "context_unavailable":
+            raise transfer.ContextRefused(context)
+        if response.status_code != 200:
+            raise transfer.TransferError(_explain(response))
+        answer = response.json()
+        if "error" in answer:
+            raise transfer.TransferError(f"{tool}: {answer['error'].get('message')}")
+        return dict(answer["result"].get("structuredContent") or {})
+
+
+# -- the memory feature ---------------------------------------------------------
+
+
+@memory_app.command("show")
+def memory_show(ctx: typer.Context) -> None:
+    """Whether the memory feature is on."""
+    settings = _settings(ctx)
+    emit(settings, AdminClient(settings).request("GET", "/memory"), None)
+
+
+def _memory(ctx: typer.Context, enabled: bool) -> None:
+    settings = _settings(ctx)
+    emit(settings, AdminClient(settings).request("PUT", "/memory", {"enabled": enabled}), None)
+
+
+@memory_app.command("on")
+def memory_on(ctx: typer.Context) -> None:
+    """Turn the memory feature on."""
+    _memory(ctx, True)
+
+
+@memory_app.command("off")
+def memory_off(ctx: typer.Context) -> None:
+    """Turn the memory feature off (the MCP endpoint then answers 404)."""
+    _memory(ctx, False)
+
+
+# -- members --------------------------------------------------------------------
+
+
+@members_app.command("list")
+def members_list(ctx: typer.Context) -> None:
+    """Members, their grants and personal namespaces."""
+    settings = _settings(ctx)
+    members = AdminClient(settings).request("GET", "/members")
+    emit(
+        settings,
+        members,
+        lambda: _table(
+            "members",
+            ["subject", "handle", "kind", "grants", "personal", "agent key"],
+            [
+                [
+                    m["subject"],
+                    m["handle"],
+                    m["kind"],
+                    m["grants"],
+                    m["personal_namespace"],
+                    m["agent_key"],
+                ]
+                for m in members["members"]
+            ],
+        ),
+    )
+
+
+@members_app.command("set")
+def members_set(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="Cognito sub or app client id")],
+    grant: Annotated[
+        list[str] | None, typer.Option("--grant", "-g", help=f"One of {', '.join(ALL_GRANTS)}")
+    ] = None,
+    kind: Annotated[str | None, typer.Option(help="person or service (new identities)")] = None,
+    handle: Annotated[str | None, typer.Option(help="Display name (new identities)")] = None,
+    personal_namespace: Annotated[
+        bool | None, typer.Option("--personal-namespace/--no-personal-namespace")
+    ] = None,
+) -> None:
+    """Add a member or change its grants (the grants given replace the old ones)."""
+    settings = _settings(ctx)
+    body: dict[str, Any] = {"grants": grant or []}
+    for name, value in (
+        ("kind", kind),
+        ("handle", handle),
+        ("personal_namespace", personal_namespace),
+    ):
+        if value is not None:
+            body[name] = value
+    member = AdminClient(settings).request("PUT", f"/members/{quote(subject, safe='')}", body)
+    emit(settings, member, None)
+
+
+@members_app.command("remove")
+def members_remove(ctx: typer.Context, subject: str) -> None:
+    """Remove a member (its personal records stay, unreachable, until it is re-added)."""
+    settings = _settings(ctx)
+    emit(settings, AdminClient(settings).request("DELETE", f"/members/{quote(subject, safe='')}"))
+
+
+# -- agent keys -----------------------------------------------------------------
+
+
+@keys_app.command("list")
+def keys_list(ctx: typer.Context) -> None:
+    """Live agent keys."""
+    settings = _settings(ctx)
+    keys = AdminClient(settings).request("GET", "/agent-keys")
+    emit(
+        settings,
+        keys,
+        lambda: _table(
+            "agent keys",
+            ["client id", "name", "scopes", "created", "by"],
+            [
+                [k["client_id"], k["name"], k["scopes"], k["created_at"], k["created_by"]]
+                for k in keys["agent_keys"]
+            ],
+        ),
+    )
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    name: str,
+    scope: Annotated[list[str], typer.Option("--scope", "-s", help="memory/… (repeat)")],
+    personal_namespace: Annotated[bool, typer.Option("--personal-namespace")] = False,
+) -> None:
+    """Create an agent key; its secret is printed once and never again."""
+    settings = _settings(ctx)
+    body = {"name": name, "scopes": scope, "personal_namespace": personal_namespace}
+    key = AdminClient(settings).request("POST", "/agent-keys", body)
+    if settings.json:
+        emit(settings, key)
+        return
+    out.print(f"client id      {key['client_id']}")
+    out.print(f"client secret  {key['client_secret']}   (shown once: store it now)")
+    out.print(f"scopes         {' '.join(key['scopes'])}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(ctx: typer.Context, client_id: str) -> None:
+    """Revoke an agent key: its tokens stop working at once."""
+    settings = _settings(ctx)
+    path = f"/agent-keys/{quote(client_id, safe='')}"
+    emit(settings, AdminClient(settings).request("DELETE", path))
+
+
+# -- contexts -------------------------------------------------------------------
+
+
+@contexts_app.command("list")
+def contexts_list(ctx: typer.Context) -> None:
+    """Registered contexts and the contexts holding records."""
+    settings = _settings(ctx)
+    found = AdminClient(settings).request("GET", "/contexts")
+    emit(
+        settings,
+        found,
+        lambda: _table(
+            "contexts",
+            ["context", "kind", "members"],
+            [[c["context"], c["kind"], c["members"]] for c in found["contexts"]],
+        ),
+    )
+
+
+@contexts_app.command("set")
+def contexts_set(
+    ctx: typer.Context,
+    context: Annotated[str, typer.Argument(help="channel:{id} or dm:{id}")],
+    member: Annotated[list[str] | None, typer.Option("--member", "-m")] = None,
+) -> None:
+    """Register a private channel or DM with exactly these members."""
+    settings = _settings(ctx)
+    path = f"/contexts/{quote(context, safe=':')}"
+    emit(settings, AdminClient(settings).request("PUT", path, {"members": member or []}))
+
+
+@contexts_app.command("remove")
+def contexts_remove(ctx: typer.Context, context: str) -> None:
+    """Unregister a private channel (open again) or a DM (unusable)."""
+    settings = _settings(ctx)
+    path = f"/contexts/{quote(context, safe=':')}"
+    emit(settings, AdminClient(settings).request("DELETE", path))
+
+
+# -- audit ----------------------------------------------------------------------
+
+
+@app.command()
+def audit(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(min=1, max=200)] = 50,
+    cursor: Annotated[str | None, typer.Option()] = None,
+    all_pages: Annotated[bool, typer.Option("--all", help="Follow every page")] = False,
+) -> None:
+    """The workspace's audit trail, newest first."""
+    settings = _settings(ctx)
+    client = AdminClient(settings)
+    events: list[dict[str, Any]] = []
+    while True:
+        params: dict[str, Any] = {"limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        page = client.request("GET", "/audit", params=params)
+        events += page["events"]
+        cursor = page["next_cursor"]
+        if not all_pages or cursor is None:
+            break
+    emit(
+        settings,
+        {"events": events, "next_cursor": cursor},
+        lambda: _table(
+            "audit",
+            ["id", "time", "operation", "uri", "actor"],
+            [
+                [e["id"], e["time"], e["operation"], e["uri"], e["actor_handle"] or e["actor"]]
+                for e in events
+            ],
+        ),
+    )
+
+
+# -- export and import ----------------------------------------------------------
+
+
+def _registered_contexts(settings: Settings) -> dict[str, Any] | None:
+    """The admin API's context list, or None when the token may not read it."""
+    try:
+        found: dict[str, Any] = AdminClient(settings).request("GET", "/contexts")
+    except Failure:
+        return None
+    return found
+
+
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    folder: Path,
+    namespace: Annotated[str, typer.Option(help="workspace or me")] = "workspace",
+    context: Annotated[
+        list[str] | None, typer.Option("--context", "-c", help="Also this context (repeat)")
+    ] = None,
+    all_contexts: Annotated[
+        bool, typer.Option("--all-contexts", help="Every context holding records (admin)")
+    ] = False,
+) -> None:
+    """Export a namespace as Markdown files with front matter, through the MCP tools."""
+    settings = _settings(ctx)
+    if namespace not in ("workspace", "me"):
+        raise Failure("--namespace must be workspace or me")
+    contexts = list(context or [])
+    found = _registered_contexts(settings)
+    if all_contexts:
+        if found is None:
+            raise Failure("--all-contexts needs a token with the admin grant")
+        contexts += [c["context"] for c in found["in_use"]]
+    private = None if found is None else [c["context"] for c in found["contexts"]]
+    if private is None:
+        err.print(
+            "[yellow]note:[/yellow] not an admin here, so which contexts are private is "
+            "unknown; import will treat none as private"
+        )
+    tools = HttpTools(settings)
+    with progress_bar(settings, "exporting") as update:
+        report = transfer.export_namespace(
+            tools,
+            "workspace" if namespace == "workspace" else "me",
+            folder,
+            contexts,
+            private_contexts=private,
+            progress=update,
+        )
+    emit(
+        settings,
+        report.to_dict(),
+        lambda: _table(
+            f"exported {report.records} records to {folder}",
+            ["file"],
+            [[name] for name in report.files]
+            + [[f"(skipped context {c}: not yours to hear)"] for c in report.skipped_contexts],
+        ),
+    )
+
+
+@app.command("import")
+def import_command(ctx: typer.Context, folder: Path) -> None:
+    """Import an exported folder: creates what is missing, never overwrites."""
+    settings = _settings(ctx)
+    if not folder.is_dir():
+        raise Failure(f"{folder} is not a folder")
+    found = _registered_contexts(settings)
+    registered = [] if found is None else [c["context"] for c in found["contexts"]]
+    tools = HttpTools(settings)
+    with progress_bar(settings, "importing") as update:
+        report = transfer.import_folder(tools, folder, registered=registered, progress=update)
+    document = report.to_dict()
+    emit(
+        settings,
+        document,
+        lambda: _table(
+            "import: {created} created, {unchanged} unchanged, {conflict} conflicts, "
+            "{skipped} skipped".format(**document),
+            ["outcome", "file", "reason"],
+            [[f.outcome, f.file, f.reason] for f in report.files],
+        ),
+    )
+    if report.count("conflict") or report.count("skipped"):
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+# -- operator commands ----------------------------------------------------------
+
+
+@contextmanager
+def owner_connection(settings: Settings) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(settings.owner_url(), autocommit=True) as conn:
+        yield conn
+
+
+@workspaces_app.command("list")
+def workspaces_list(ctx: typer.Context) -> None:
+    """Every workspace with its members, keys and records."""
+    settings = _settings(ctx)
+    with owner_connection(settings) as owner:
+        found = [w.to_dict() for w in operators.list_workspaces(owner)]
+    emit(
+        settings,
+        {"workspaces": found},
+        lambda: _table(
+            "workspaces",
+            ["slug", "memory", "members", "admins", "agent keys", "records", "created"],
+            [
+                [
+                    w["slug"],
+                    "on" if w["memory_enabled"] else "off",
+                    w["members"],
+                    w["admins"],
+                    w["agent_keys"],
+                    w["records"],
+                    w["created_at"],
+                ]
+                for w in found
+            ],
+        ),
+    )
+
+
+@workspaces_app.command("create")
+def workspaces_create(
+    ctx: typer.Context,
+    slug: str,
+    admin_subject: Annotated[str, typer.Option(help="The first admin's sub or client id")],
+    admin_handle: Annotated[str, typer.Option(help="The first admin's display name")],
+    admin_kind: Annotated[str, typer.Option(help="person or service")] = "person",
+    memory: Annotated[bool, typer.Option("--memory-on/--memory-off")] = False,
+) -> None:
+    """Create a workspace with its first admin."""
+    settings = _settings(ctx)
+    if admin_kind not in ("person", "service"):
+        raise Failure("--admin-kind must be person or service")
+    with owner_connection(settings) as owner:
+        made = operators.create_workspace(
+            owner,
+            slug,
+            admin_subject=admin_subject,
+            admin_handle=admin_handle,
+            admin_kind="person" if admin_kind == "person" else "service",
+            memory_enabled=memory,
+        )
+    emit(settings, made.to_dict())
+
+
+@workspaces_app.command("delete")
+def workspaces_delete(
+    ctx: typer.Context,
+    slug: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete everything in it")] = False,
+) -> None:
+    """Delete a workspace and all of its data (and its agent keys' app clients)."""
+    settings = _settings(ctx)
+    if not yes:
+        raise Failure(f"this deletes {slug!r} and every record in it: add --yes")
+    with owner_connection(settings) as owner:
+        gone = operators.delete_workspace(owner, slug, directory=settings.directory())
+    emit(settings, gone.to_dict())
+
+
+@app.command()
+def erase(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="The person's Cognito sub")],
+    yes: Annotated[bool, typer.Option("--yes", help="Really erase")] = False,
+) -> None:
+    """Operator: erase a person (personal records purged, identity pseudonymised)."""
+    settings = _settings(ctx)
+    if not yes:
+        raise Failure("this erases the person's personal memories everywhere: add --yes")
+    with owner_connection(settings) as owner:
+        report = operators.erase_person(owner, subject, directory=settings.directory())
+    emit(settings, report.to_dict())
+
+
+def main() -> None:
+    try:
+        app()
+    except (Failure, AdminError, transfer.TransferError) as failure:
+        message = failure.message if isinstance(failure, AdminError) else str(failure)
+        err.print(f"[red]error:[/red] {message}", highlight=False)
+        sys.exit(EXIT_FAILED)
+    except httpx2.HTTPError as failure:
+        err.print(f"[red]error:[/red] cannot reach the server: {failure}", highlight=False)
+        sys.exit(EXIT_FAILED)
+    except psycopg.Error as failure:
+        err.print(f"[red]error:[/red] database: {failure}", highlight=False)
+        sys.exit(EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    main()

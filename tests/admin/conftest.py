@@ -1,0 +1,175 @@
+"""The admin API in process (the real service over the test database), and helpers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from memory_server.admin.openapi import build_openapi
+from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.service import McpService, Settings
+
+ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_test"
+ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
+NO_ADMIN_SCOPES = [s for s in ALL_SCOPES if s != "memory/admin"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class FakeDirectory:
+    """The user pool seam, in memory: what was created and deleted."""
+
+    clients: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
+    signed_out: list[str] = field(default_factory=list)
+
+    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+        client_id = uuid.uuid4().hex[:26]
+        self.clients[client_id] = (name, list(scopes))
+        return client_id, "secret-" + client_id
+
+    def delete_agent_client(self, client_id: str) -> bool:
+        self.deleted.append(client_id)
+        return self.clients.pop(client_id, None) is not None
+
+    def sign_out_and_disable(self, subject: str) -> dict[str, bool]:
+        self.signed_out.append(subject)
+        return {"found": True, "signed_out": True, "disabled": True}
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def raw(self) -> str:
+        return json.dumps(self.body) if self.body is not None else ""
+
+
+def admin_event(
+    workspace: str,
+    method: str,
+    path: str,
+    *,
+    sub: str | None,
+    scopes: Sequence[str] = ALL_SCOPES,
+    body: Any = None,
+    query: str = "",
+) -> dict[str, Any]:
+    raw_path = f"/w/{workspace}/admin{path}"
+    authorizer = (
+        {
+            "jwt": {
+                "claims": {"sub": sub, "token_use": "access", "scope": " ".join(scopes)},
+                "scopes": list(scopes),
+            }
+        }
+        if sub is not None
+        else None
+    )
+    return {
+        "version": "2.0",
+        "routeKey": "ANY /w/{workspace}/admin/{proxy+}",
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": {"content-type": "application/json"},
+        "pathParameters": {"workspace": workspace, "proxy": path.lstrip("/")},
+        "requestContext": {
+            "http": {"method": method, "path": raw_path},
+            "requestId": str(uuid.uuid4()),
+            "domainName": "api.example.com",
+            **({"authorizer": authorizer} if authorizer else {}),
+        },
+        "body": body if isinstance(body, str) or body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def call(
+    service: McpService,
+    workspace: str,
+    method: str,
+    path: str,
+    who: Any,
+    *,
+    scopes: Sequence[str] = ALL_SCOPES,
+    body: Any = None,
+    query: str = "",
+) -> Response:
+    event = admin_event(
+        workspace,
+        method,
+        path,
+        sub=None if who is None else who.subject,
+        scopes=scopes,
+        body=body,
+        query=query,
+    )
+    result = service.handle(event)
+    text = result["body"]
+    return Response(result["statusCode"], result["headers"], json.loads(text) if text else None)
+
+
+@pytest.fixture(scope="session")
+def directory() -> FakeDirectory:
+    return FakeDirectory()
+
+
+@pytest.fixture(scope="session")
+def admin_service(database, directory) -> McpService:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url="unused", cursor_secret=b"c" * 32, auth_issuer=ISSUER)
+    service = McpService(settings, database)
+    service.admin.directory = directory
+    return service
+
+
+@pytest.fixture(scope="session")
+def openapi() -> dict[str, Any]:
+    return build_openapi()
+
+
+def assert_schema(openapi: dict[str, Any], name: str, instance: Any) -> None:
+    """``instance`` against ``#/components/schemas/{name}`` of the OpenAPI document."""
+    schema = {"$ref": f"#/components/schemas/{name}", "components": openapi["components"]}
+    jsonschema.validate(instance, schema, cls=jsonschema.Draft202012Validator)
+
+
+def response_schema(openapi: dict[str, Any], method: str, template: str, status: int) -> str:
+    operation = openapi["paths"][f"/w/{{workspace}}/admin{template}"][method.lower()]
+    ref = operation["responses"][str(status)]["content"]["application/json"]["schema"]["$ref"]
+    return str(ref.rsplit("/", 1)[-1])
+
+
+# -- the local stack (make dev's DevStack on the test server) ---------------------
+
+
+@pytest.fixture(scope="package")
+def stack(cluster, tmp_path_factory):  # type: ignore[no-untyped-def]
+    import os
+
+    from memory_local.dev import DevStack
+
+    saved = dict(os.environ)  # DevStack points the process's AWS SDK at moto
+    dev = DevStack(
+        Path(tmp_path_factory.mktemp("dev")),
+        port=0,
+        admin_url=cluster.admin_url,
+        moto_seed=None,
+        quiet=True,
+        credentials={**cluster.passwords, "cursor_secret": "admin-" + "s" * 40},
+    )
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+        os.environ.clear()
+        os.environ.update(saved)
