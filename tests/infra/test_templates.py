@@ -25,6 +25,7 @@ ROLES = {
 }
 MCP_PATH = "/w/{workspace}/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/w/{workspace}/mcp"
+ADMIN_PATH = "/w/{workspace}/admin/{proxy+}"
 
 # Actions AWS does not let a policy scope to a resource, and which are therefore
 # granted on "*" (each named where it is used in template.yaml):
@@ -109,11 +110,13 @@ def test_authorizer_is_on_every_mcp_route_and_only_metadata_is_public(
     transformed: dict[str, Any], sam_template: dict[str, Any]
 ) -> None:
     routes = list(_routes(transformed))
-    assert {path for path, _, _ in routes} == {MCP_PATH, METADATA_PATH}
+    assert {path for path, _, _ in routes} == {MCP_PATH, METADATA_PATH, ADMIN_PATH}
     for path, method, spec in routes:
         (security,) = spec["security"]
         if path == METADATA_PATH:
             assert (method, security) == ("get", {"NONE": []})
+        elif path == ADMIN_PATH:
+            assert security == {"CognitoJwt": ["memory/admin"]}
         else:
             # Any one of the memory/* scopes; the exact grant is the handler's and the
             # database's business.
@@ -383,6 +386,7 @@ def test_network_has_no_internet_route_and_the_endpoints_it_needs(
         "s3": "Gateway",  # the custom resource's response URL
         "events": "Interface",
         "secretsmanager": "Interface",
+        "cognito-idp": "Interface",  # agent keys from the admin API
     }
     subnets = resources_of(net, "AWS::EC2::Subnet")
     zones = {json.dumps(s["Properties"]["AvailabilityZone"]) for s in subnets.values()}
