@@ -16,13 +16,14 @@ from .errors import ToolError
 
 logger = logging.getLogger(__name__)
 RememberFn = Callable[[dict[str, Any]], dict[str, Any]]
+GuardedFn = Callable[[dict[str, Any], Any], dict[str, Any]]  # (request, lambda context)
 
 
 def _mark_replayed(response: Any, _record: Any) -> Any:
     return {**response, "replayed": True} if isinstance(response, dict) else response
 
 
-def dynamodb_layer(table_name: str, client: Any = None) -> Callable[[RememberFn], RememberFn]:
+def dynamodb_layer(table_name: str, client: Any = None) -> Callable[[RememberFn], GuardedFn]:
     """Wrap a remember function ``f(request) -> result`` with DynamoDB idempotency.
 
     ``request`` is ``{"key": …, "args": …}``: the key already includes workspace,
@@ -50,12 +51,15 @@ def dynamodb_layer(table_name: str, client: Any = None) -> Callable[[RememberFn]
         response_hook=_mark_replayed,  # type: ignore[arg-type]
     )
 
-    def wrap(remember: RememberFn) -> RememberFn:
+    def wrap(remember: RememberFn) -> GuardedFn:
         guarded = idempotent_function(
             remember, data_keyword_argument="request", persistence_store=persistence, config=config
         )
 
-        def call(request: dict[str, Any]) -> dict[str, Any]:
+        def call(request: dict[str, Any], lambda_context: Any = None) -> dict[str, Any]:
+            if hasattr(lambda_context, "get_remaining_time_in_millis"):
+                # Lets an in-progress record expire with the invocation, not later.
+                config.register_lambda_context(lambda_context)
             try:
                 return dict(guarded(request=request))
             except IdempotencyAlreadyInProgressError:

@@ -229,7 +229,7 @@ class McpService:
             store=self.store,
             caller=caller,
             deadline=Deadline.after(self._deadline_s(lambda_context)),
-            remember=lambda args: self._remember(caller, args),
+            remember=lambda args: self._remember(caller, args, lambda_context),
             after_change=lambda: self._publish(caller),
         )
         status, out_headers, out_body = self.dispatcher.handle("POST", headers, raw, call)
@@ -255,7 +255,9 @@ class McpService:
             self.observer(name, (time.perf_counter() - started) * 1000, code)
         return result
 
-    def _remember(self, caller: Caller, args: RememberArgs) -> dict[str, Any]:
+    def _remember(
+        self, caller: Caller, args: RememberArgs, lambda_context: Any = None
+    ) -> dict[str, Any]:
         def in_database(request: dict[str, Any]) -> dict[str, Any]:
             return memory_remember(self.store, caller, RememberArgs(**request["args"]))
 
@@ -267,7 +269,7 @@ class McpService:
         }
         if self._guarded_remember is None:
             return in_database(request)
-        return self._guarded_remember(in_database)(request)
+        return self._guarded_remember(in_database)(request, lambda_context)
 
     def _publish(self, caller: Caller) -> None:
         if self.sink is None:
