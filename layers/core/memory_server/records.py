@@ -105,6 +105,19 @@ def uri_of(caller: Caller, row: dict[str, Any]) -> str:
     return record_uri(caller.namespace_of(row["owner_id"]), row["kind"], row["path"])
 
 
+def summary(caller: Caller, row: dict[str, Any]) -> dict[str, Any]:
+    """What list items and search hits say about a record (never its body)."""
+    return {
+        "uri": uri_of(caller, row),
+        "id": str(row["id"]),
+        "kind": row["kind"],
+        "title": row["title"],
+        "context": row["context_key"],
+        "revision": row["revision"],
+        "updated_at": iso(row["updated_at"]),
+    }
+
+
 def resolve(
     conn: Connection,
     caller: Caller,

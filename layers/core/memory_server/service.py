@@ -9,7 +9,6 @@ from the path; the listening context from the ``Memory-Context`` header or the
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from .caller import Caller, Deadline
 from .contexts import parse_context
 from .db import Database
 from .errors import ContextUnavailable, ToolError
+from .gateway_events import SLUG, empty_response, json_response, token_identity
 from .grants import SCOPE_GRANTS
 from .models import RememberArgs
 from .operations import memory_remember
@@ -38,7 +38,6 @@ _MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")
 # The admin API (memory_server.admin): matched before the MCP route.
 _ADMIN_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/admin(?P<rest>/.*)?$")
 _METADATA_PATH = re.compile(r"^/\.well-known/oauth-protected-resource/w/(?P<workspace>[^/]+)/mcp$")
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 DEFAULT_DEADLINE_S = 3.0
 INSTRUCTIONS = (
     "Memory for agents. Search before writing; read before replacing (writes need the "
@@ -74,18 +73,6 @@ class Settings:
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
             user_pool_id=env.get("USER_POOL_ID") or None,
         )
-
-
-def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"content-type": "application/json", **(headers or {})},
-        "body": json.dumps(body, separators=(",", ":")),
-    }
-
-
-def _empty(status: int, headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"statusCode": status, "headers": headers or {}, "body": ""}
 
 
 @dataclass
@@ -138,13 +125,13 @@ class McpService:
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
         if match := _METADATA_PATH.match(path):
             if method not in ("GET", "HEAD"):
-                return _empty(405, {"allow": "GET"})
+                return empty_response(405, {"allow": "GET"})
             return self._metadata(event, match["workspace"])
         if match := _ADMIN_PATH.match(path):
             return self.admin.handle(event, match["workspace"], match["rest"] or "", method)
         match = _MCP_PATH.match(path)
         if match is None:
-            return _json(404, {"message": "Not Found"})
+            return json_response(404, {"message": "Not Found"})
         return self._mcp(event, match["workspace"], method, lambda_context)
 
     def _base_url(self, event: Mapping[str, Any]) -> str:
@@ -157,7 +144,7 @@ class McpService:
 
     def _metadata(self, event: Mapping[str, Any], workspace: str) -> dict[str, Any]:
         # Served for any workspace name: it is not an oracle for which exist.
-        return _json(
+        return json_response(
             200,
             {
                 "resource": f"{self._base_url(event)}/w/{workspace}/mcp",
@@ -175,27 +162,25 @@ class McpService:
         metadata = self._metadata_url(event, workspace)
         if status == 401:
             value = f'Bearer resource_metadata="{metadata}", scope="{scope}"'
-            return _json(401, {"message": "Unauthorized"}, {"www-authenticate": value})
+            return json_response(401, {"message": "Unauthorized"}, {"www-authenticate": value})
         value = (
             f'Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{metadata}"'
         )
-        return _json(403, {"message": "Forbidden"}, {"www-authenticate": value})
+        return json_response(403, {"message": "Forbidden"}, {"www-authenticate": value})
 
     def _mcp(
         self, event: Mapping[str, Any], workspace: str, method: str, lambda_context: Any
     ) -> dict[str, Any]:
-        jwt = (event.get("requestContext", {}).get("authorizer") or {}).get("jwt") or {}
-        claims = jwt.get("claims") or {}
-        subject = claims.get("sub")
-        if not subject or claims.get("token_use", "access") != "access":
+        identity = token_identity(event)
+        if identity is None:
             return self._challenge(event, workspace, 401)
-        scopes = jwt.get("scopes") or str(claims.get("scope", "")).split()
+        subject, scopes = identity.subject, identity.scopes
         if not any(scope in SCOPE_GRANTS for scope in scopes):
             return self._challenge(event, workspace, 403)
         if method != "POST":
-            return _empty(405, {"allow": "POST"})
-        if not _SLUG.match(workspace):
-            return _empty(404)
+            return empty_response(405, {"allow": "POST"})
+        if not SLUG.match(workspace):
+            return empty_response(404)
 
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         raw_context = headers.get("memory-context")
@@ -204,7 +189,7 @@ class McpService:
         try:
             context = parse_context(raw_context)
         except ToolError as error:
-            return _json(400, {"error": "invalid_context", "message": error.message})
+            return json_response(400, {"error": "invalid_context", "message": error.message})
         request_id = event.get("requestContext", {}).get("requestId")
         try:
             membership = resolve_caller(
@@ -216,11 +201,11 @@ class McpService:
                 request_id=request_id,
             )
         except ContextUnavailable:
-            return _json(403, {"error": "context_unavailable"})
+            return json_response(403, {"error": "context_unavailable"})
         except ToolError:
-            return _json(503, {"error": "unavailable"}, {"retry-after": "1"})
+            return json_response(503, {"error": "unavailable"}, {"retry-after": "1"})
         if membership is None or not membership.memory_enabled:
-            return _empty(404)
+            return empty_response(404)
         caller = membership.caller
 
         body = event.get("body") or ""

@@ -17,7 +17,6 @@ off does not close the admin API: turning it on is an admin's job.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from ..caller import Caller
 from ..contexts import parse_context
 from ..db import Database
 from ..errors import ContextUnavailable, ToolError
+from ..gateway_events import SLUG, empty_response, json_response, token_identity
 from ..store import resolve_caller
 from . import actions
 from . import models as m
@@ -41,7 +41,6 @@ from .identity import Directory
 logger = logging.getLogger(__name__)
 
 ADMIN_SCOPE = "memory/admin"
-_SLUG = re.compile(m.SLUG_PATTERN)
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)
 Challenge = Callable[[Mapping[str, Any], str, int, str], dict[str, Any]]
 Params = dict[str, str]
@@ -154,20 +153,8 @@ ROUTES: tuple[Route, ...] = (
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        # no-store: answers hold grants, and a key's secret once.
-        "headers": {
-            "content-type": "application/json",
-            "cache-control": "no-store",
-            **(headers or {}),
-        },
-        "body": json.dumps(body, separators=(",", ":"), ensure_ascii=False),
-    }
-
-
-def _empty(status: int, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {"statusCode": status, "headers": dict(headers or {}), "body": ""}
+    # no-store: answers hold grants, and a key's secret once.
+    return json_response(status, body, {"cache-control": "no-store", **(headers or {})})
 
 
 def _subject(params: Params, name: str) -> str:
@@ -220,16 +207,14 @@ class AdminApi:
     def handle(
         self, event: Mapping[str, Any], workspace: str, rest: str, method: str
     ) -> dict[str, Any]:
-        jwt = (event.get("requestContext", {}).get("authorizer") or {}).get("jwt") or {}
-        claims = jwt.get("claims") or {}
-        subject = claims.get("sub")
-        if not subject or claims.get("token_use", "access") != "access":
+        identity = token_identity(event)
+        if identity is None:
             return self.challenge(event, workspace, 401, ADMIN_SCOPE)
-        scopes = jwt.get("scopes") or str(claims.get("scope", "")).split()
+        subject, scopes = identity.subject, identity.scopes
         if ADMIN_SCOPE not in scopes:
             return self.challenge(event, workspace, 403, ADMIN_SCOPE)
-        if not _SLUG.match(workspace):
-            return _empty(404)
+        if not SLUG.match(workspace):
+            return empty_response(404)
         request_id = event.get("requestContext", {}).get("requestId")
         try:
             membership = resolve_caller(
@@ -243,7 +228,7 @@ class AdminApi:
         except (ToolError, ContextUnavailable):
             return _json(503, {"error": "unavailable", "message": "retry"}, {"retry-after": "1"})
         if membership is None:
-            return _empty(404)
+            return empty_response(404)
         caller = membership.caller
         if "admin" not in caller.grants:
             return _json(
@@ -268,7 +253,7 @@ class AdminApi:
                 continue
             return self._run(event, caller, route, found.groupdict())
         if allowed:
-            return _empty(405, {"allow": ", ".join(allowed)})
+            return empty_response(405, {"allow": ", ".join(allowed)})
         return _json(404, {"error": "not_found", "message": "no such admin route"})
 
     def _run(

@@ -20,7 +20,6 @@ Scope = Literal[
 # A Cognito ``sub`` (a UUID) or an app client id; ':' is left out so no caller can
 # name an erased identity ('erased:…').
 SUBJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$"
-SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"  # as the workspaces table checks it
 Subject = Annotated[
     str,
     Field(

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..gateway_events import SLUG_PATTERN
 from . import models as m
 from .http import ADMIN_SCOPE, ROUTES, Route
 
@@ -136,7 +137,7 @@ def _parameters(route: Route) -> list[dict[str, Any]]:
             "name": "workspace",
             "in": "path",
             "required": True,
-            "schema": {"type": "string", "pattern": m.SLUG_PATTERN},
+            "schema": {"type": "string", "pattern": SLUG_PATTERN},
         }
     ]
     for name in re.findall(r"\{(\w+)\}", route.template):

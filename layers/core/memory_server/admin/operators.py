@@ -23,12 +23,13 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from ..gateway_events import SLUG_PATTERN
 from ..grants import ALL_GRANTS, sorted_grants
 from ..records import iso
 from ..sql_files import query
 from .errors import AdminError, conflict, invalid
 from .identity import Directory
-from .models import SLUG_PATTERN, SUBJECT_PATTERN
+from .models import SUBJECT_PATTERN
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from ..caller import Caller, Deadline
 from ..cursors import decode_cursor, encode_cursor
 from ..grants import sorted_grants
 from ..models import ListArgs
-from ..records import TRUST, iso, uri_of, view
+from ..records import TRUST, summary, view
 from ..sql_files import query
 from ..store import Store
 
@@ -50,18 +50,7 @@ def memory_list(
     with store.db.transaction(caller, deadline or Deadline(), read_only=True) as conn:
         rows = conn.execute(query("list_page"), params).fetchall()
 
-    items = [
-        {
-            "uri": uri_of(caller, row),
-            "id": str(row["id"]),
-            "kind": row["kind"],
-            "title": row["title"],
-            "context": row["context_key"],
-            "revision": row["revision"],
-            "updated_at": iso(row["updated_at"]),
-        }
-        for row in rows[: args.limit]
-    ]
+    items = [summary(caller, row) for row in rows[: args.limit]]
 
     def position(index: int) -> list[str]:
         row = rows[index]

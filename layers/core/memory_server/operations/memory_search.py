@@ -16,7 +16,7 @@ from ..caller import Caller, Deadline
 from ..errors import IntegrityViolation, ToolError
 from ..models import SearchArgs
 from ..ranking import Candidate
-from ..records import TRUST, check_text, iso, uri_of, view
+from ..records import TRUST, check_text, summary, view
 from ..sql_files import query
 from ..store import Store
 
@@ -71,16 +71,7 @@ def memory_search(
 
     ordered = [hits[c.id] for c in ranked]
     summaries = [
-        {
-            "uri": uri_of(caller, row),
-            "id": str(row["id"]),
-            "kind": row["kind"],
-            "title": row["title"],
-            "context": row["context_key"],
-            "revision": row["revision"],
-            "updated_at": iso(row["updated_at"]),
-            "score": round(candidate.score, 6),
-        }
+        {**summary(caller, row), "score": round(candidate.score, 6)}
         for row, candidate in zip(ordered, ranked, strict=True)
     ]
     return fit_search_hits(
