@@ -708,6 +708,9 @@ def _segment(workspace: str) -> str:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog (5) resets connections when dozens of clients
+    # connect at once; a real API Gateway does not.
+    request_queue_size = 128
     gateway: ApiGateway
 
 

@@ -99,9 +99,13 @@ class Database:
                 yield conn
 
     @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        """A plain connection (for resolving the caller before settings exist)."""
-        with translate_errors(), self.pool.connection() as conn:
+    def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:
+        """A plain connection (for resolving the caller before settings exist).
+
+        With a deadline, waiting for a pooled connection counts against it too.
+        """
+        timeout = deadline.remaining_ms() / 1000 if deadline is not None else None
+        with translate_errors(), self.pool.connection(timeout=timeout) as conn:
             conn.read_only = False
             conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             yield conn

@@ -191,6 +191,8 @@ class McpService:
         except ToolError as error:
             return json_response(400, {"error": "invalid_context", "message": error.message})
         request_id = event.get("requestContext", {}).get("requestId")
+        # The deadline starts now: resolving the caller counts against it too.
+        deadline = Deadline.after(self._deadline_s(lambda_context))
         try:
             membership = resolve_caller(
                 self.db,
@@ -199,6 +201,7 @@ class McpService:
                 scopes=scopes,
                 context=context,
                 request_id=request_id,
+                deadline=deadline,
             )
         except ContextUnavailable:
             return json_response(403, {"error": "context_unavailable"})
@@ -213,7 +216,7 @@ class McpService:
         call = tools.CallContext(
             store=self.store,
             caller=caller,
-            deadline=Deadline.after(self._deadline_s(lambda_context)),
+            deadline=deadline,
             remember=lambda args: self._remember(caller, args, lambda_context),
             after_change=lambda: self._publish(caller),
         )

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .budget import ResponseSizer, jsonrpc_tool_result_size
-from .caller import Caller
+from .caller import Caller, Deadline
 from .contexts import ListeningContext
 from .db import Database
 from .errors import ContextUnavailable
@@ -46,6 +46,7 @@ def resolve_caller(
     scopes: list[str],
     context: ListeningContext,
     request_id: str | None = None,
+    deadline: Deadline | None = None,
 ) -> Membership | None:
     """Identity from the verified token, membership and grants from the server.
 
@@ -53,7 +54,7 @@ def resolve_caller(
     two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
     listen from ``context`` in a workspace whose memory feature is on.
     """
-    with db.connection() as conn:
+    with db.connection(deadline) as conn:
         # One read-only statement: autocommit saves the BEGIN/COMMIT round trips.
         conn.autocommit = True
         try:

@@ -83,7 +83,13 @@ SERVER_INFO = {"name": "memory-server", "version": "0.1.0"}
 
 def encode(message: dict[str, Any]) -> bytes:
     # One encoding for every generation: compact, UTF-8 (no \\u escapes to pay for).
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate echoed from the request (an id, a method or tool name, a
+        # URI) has no UTF-8 form: send that message ASCII-escaped, still valid JSON.
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def decode_header_value(value: str | None) -> str | None:
