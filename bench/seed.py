@@ -12,11 +12,13 @@ import itertools
 import json
 import os
 import random
+import re
 import secrets
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -31,11 +33,11 @@ from memory_server.caller import SHARED_OWNER
 from memory_server.grants import ALL_GRANTS
 from psycopg import sql
 
-from .corpus import COMMON_TERM, RARE_TERM, TextGenerator
+from .corpus import COMMON_TERM, RARE_TERM, TYPICAL_TERM, TextGenerator
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "infra" / "migrations"
-SEED_VERSION = 1  # bump when the generated corpus changes shape
+SEED_VERSION = 2  # bump when the generated corpus changes shape
 
 OTHER_WORKSPACES = 12
 PEOPLE_PER_WORKSPACE = 6
@@ -206,7 +208,7 @@ def prepare(
     if not reusable:
         with psycopg.connect(server_admin_url, autocommit=True) as admin:
             if marker is not None:
-                print(f"dropping {database} (stale or incomplete seed)", file=sys.stderr)
+                print(f"dropping {database} to seed it again", file=sys.stderr)
             admin.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
             )
@@ -229,8 +231,13 @@ def prepare(
         print(f"reusing seeded database {database}", file=sys.stderr)
         return cluster, marker
     started = time.monotonic()
-    seed(cluster, spec)
-    marker = {**expected, "complete": True, "seed_seconds": round(time.monotonic() - started, 1)}
+    facts = seed(cluster, spec)
+    marker = {
+        **expected,
+        **facts,
+        "complete": True,
+        "seed_seconds": round(time.monotonic() - started, 1),
+    }
     with psycopg.connect(server_admin_url, autocommit=True) as admin:
         admin.execute(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(
@@ -261,14 +268,19 @@ def load_tenants(cluster: Cluster, spec: SeedSpec) -> list[Tenant]:
     return tenants
 
 
-def seed(cluster: Cluster, spec: SeedSpec) -> None:
+def seed(cluster: Cluster, spec: SeedSpec) -> dict[str, Any]:
+    """Seed the corpus; returns facts for the marker (corpus-wide term counts)."""
     tenants = tenant_layout(spec)
     with psycopg.connect(cluster.owner_url, autocommit=True) as owner:
         for index, tenant in enumerate(tenants):
             _create_tenant(owner, tenant, index)
     with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
-        _copy_records(admin, tenants, spec)
-        _rebuild_search_documents(admin)
+        select = trigger_select(admin)
+        if select is None:
+            _progress("search trigger not in the expected shape: seeding row by row")
+        _copy_records(admin, tenants, spec, triggers=select is None)
+        if select is not None:
+            _rebuild_search_documents(admin, cluster.admin_url, select)
         _check_search_documents(admin)
         _progress("creating the search-floor index")
         admin.execute("SET maintenance_work_mem = '512MB'")
@@ -280,7 +292,10 @@ def seed(cluster: Cluster, spec: SeedSpec) -> None:
         )
         _progress("VACUUM ANALYZE")
         admin.execute("VACUUM ANALYZE")
+        _progress("counting term matches in the corpus")
+        counts = _count_terms(admin)
     _progress("seeded")
+    return {"corpus_term_matches": counts}
 
 
 def _create_tenant(owner: psycopg.Connection, tenant: Tenant, index: int) -> None:
@@ -413,8 +428,11 @@ def _rows(tenants: list[Tenant], rng: random.Random) -> Iterator[tuple[object, .
         yield maker.row(tenants[index], index, placements[nth] if nth < len(placements) else None)
 
 
-def _copy_records(admin: psycopg.Connection, tenants: list[Tenant], spec: SeedSpec) -> None:
-    """COPY every record with triggers off (the search index is rebuilt in bulk after).
+def _copy_records(
+    admin: psycopg.Connection, tenants: list[Tenant], spec: SeedSpec, *, triggers: bool
+) -> None:
+    """COPY every record, normally with triggers off (the search index is then rebuilt
+    in bulk).
 
     ``session_replication_role = replica`` skips ordinary triggers for this session
     only, so an interrupted seed cannot leave the product's trigger disabled.
@@ -422,7 +440,8 @@ def _copy_records(admin: psycopg.Connection, tenants: list[Tenant], spec: SeedSp
     _progress("building the sentence pool")
     rows = _rows(tenants, random.Random(spec.seed))
     total = sum(t.size for t in tenants) + WRITE_TARGETS
-    admin.execute("SET session_replication_role = replica")
+    if not triggers:
+        admin.execute("SET session_replication_role = replica")
     columns = sql.SQL(", ").join(sql.Identifier(c) for c in COPY_COLUMNS)
     copy_sql = sql.SQL("COPY memory.memories ({}) FROM STDIN").format(columns)
     started = time.monotonic()
@@ -438,59 +457,117 @@ def _copy_records(admin: psycopg.Connection, tenants: list[Tenant], spec: SeedSp
     admin.execute("SET session_replication_role = DEFAULT")
 
 
-def _rebuild_search_documents(admin: psycopg.Connection) -> None:
-    """Fill memory.search_documents in one statement, as the trigger would row by row.
+# The row the search trigger writes, as it writes it: read from the live trigger
+# function, so the bulk rebuild follows whatever the migrations currently define.
+_TRIGGER_INSERT = re.compile(
+    r"INSERT\s+INTO\s+search_documents(?:\s+AS\s+\w+)?\s*\((?P<columns>[^)]*)\)\s*"
+    r"VALUES\s*\((?P<values>.*)\)\s*ON\s+CONFLICT",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def trigger_select(admin: psycopg.Connection) -> tuple[str, str] | None:
+    """(columns, expressions over ``m``) of memory.sync_search_document()'s INSERT, or
+    None when its shape is not the plain INSERT … VALUES (NEW.…) ON CONFLICT."""
+    row = admin.execute(
+        "SELECT prosrc FROM pg_proc WHERE oid = 'memory.sync_search_document()'::regprocedure"
+    ).fetchone()
+    match = _TRIGGER_INSERT.search(str(row[0])) if row else None
+    if match is None:
+        return None
+    values = re.sub(r"\bNEW\.", "m.", match["values"])
+    if re.search(r"\b(OLD|TG_\w+|NEW)\b", values, re.IGNORECASE):
+        return None
+    return match["columns"], values
+
+
+def _rebuild_search_documents(
+    admin: psycopg.Connection, admin_url: str, select: tuple[str, str]
+) -> None:
+    """Fill memory.search_documents with INSERT … SELECT, as the trigger would row by row.
 
     The GIN index is dropped first and re-created from its own definition afterwards:
-    building it once is far cheaper than a million incremental insertions.
+    building it once is far cheaper than a million incremental insertions. The
+    document expression can be costly, and an INSERT does not run in parallel, so
+    one connection per core each fills a range of record ids.
     """
-    _progress("rebuilding memory.search_documents")
-    row = admin.execute(
+    columns, values = select
+    indexes = admin.execute(
         "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
         "WHERE indrelid = 'memory.search_documents'::regclass AND NOT indisprimary"
     ).fetchall()
     with admin.transaction():
-        for name, _ in row:
+        for name, _ in indexes:
             admin.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(*name.split("."))))
         admin.execute("TRUNCATE memory.search_documents")
-        # Mirrors memory.sync_search_document() (migration 0004) exactly.
-        admin.execute(
-            """
-            INSERT INTO memory.search_documents
-                (memory_id, workspace_id, owner_id, context_key, kind, updated_at, document)
-            SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.updated_at,
-                   m.search_vector || array_to_tsvector(ARRAY[
-                       memory.access_lexeme('w', m.workspace_id::text),
-                       memory.access_lexeme('c', m.workspace_id::text || m.context_key),
-                       memory.access_lexeme('o', m.owner_id::text)])
-            FROM memory.memories AS m
-            """
-        )
-    _progress("re-creating the search_documents GIN index")
+    workers = max(1, min(4, len(os.sched_getaffinity(0))))
+    bounds = [uuid.UUID(int=(2**128 * k) // workers) for k in range(workers)]
+    ranges = list(zip(bounds, [*bounds[1:], None], strict=True))
+    insert = (
+        f"INSERT INTO memory.search_documents ({columns}) "
+        f"SELECT {values} FROM memory.memories AS m WHERE m.id >= %s"
+    )
+
+    def fill(low: uuid.UUID, high: uuid.UUID | None) -> None:
+        with psycopg.connect(admin_url, autocommit=True) as conn, conn.transaction():
+            # The trigger function's own search_path, for its unqualified names.
+            conn.execute("SET LOCAL search_path = memory, pg_temp")
+            if high is None:
+                conn.execute(insert, (low,))
+            else:
+                conn.execute(insert + " AND m.id < %s", (low, high))
+
+    _progress(f"rebuilding memory.search_documents ({workers} connections)")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(fill, low, high) for low, high in ranges]:
+            future.result()
+    _progress("re-creating the search_documents indexes")
     admin.execute("SET maintenance_work_mem = '512MB'")
-    for _, definition in row:
+    for _, definition in indexes:
         admin.execute(definition)
 
 
 def _check_search_documents(admin: psycopg.Connection) -> None:
-    """The bulk rebuild must equal what the trigger writes: let the trigger redo a few
-    rows (in a transaction that is rolled back) and compare."""
+    """The bulk rebuild must equal what the trigger writes: remove a few documents,
+    let the trigger write them again (in a transaction rolled back after), compare."""
+    document = (
+        "SELECT workspace_id, owner_id, context_key, kind, document::text "
+        "FROM memory.search_documents WHERE memory_id = %s"
+    )
     with admin.transaction(force_rollback=True):
         sample = admin.execute(
-            "SELECT memory_id, document FROM memory.search_documents TABLESAMPLE SYSTEM (1) "
-            "LIMIT 20"
+            "SELECT memory_id FROM memory.search_documents TABLESAMPLE SYSTEM (1) LIMIT 20"
         ).fetchall()
-        for memory_id, document in sample:
-            admin.execute("UPDATE memory.memories SET title = title WHERE id = %s", (memory_id,))
-            redone = admin.execute(
-                "SELECT document FROM memory.search_documents WHERE memory_id = %s", (memory_id,)
-            ).fetchone()
-            assert redone is not None and redone[0] == document, "search document mismatch"
+        assert sample, "no search documents"
+        for (memory_id,) in sample:
+            bulk = admin.execute(document, (memory_id,)).fetchone()
+            admin.execute("DELETE FROM memory.search_documents WHERE memory_id = %s", (memory_id,))
+            admin.execute(
+                "UPDATE memory.memories SET updated_at = updated_at + interval '1 microsecond' "
+                "WHERE id = %s",
+                (memory_id,),
+            )
+            redone = admin.execute(document, (memory_id,)).fetchone()
+            assert redone == bulk, f"search document of {memory_id} differs from the trigger's"
     count = admin.execute(
         "SELECT (SELECT count(*) FROM memory.memories), "
         "(SELECT count(*) FROM memory.search_documents)"
     ).fetchone()
     assert count is not None and count[0] == count[1], f"row counts differ: {count}"
+
+
+def _count_terms(admin: psycopg.Connection) -> dict[str, int]:
+    """Records matching each planted term across the whole corpus (one table scan)."""
+    terms = {"rare": RARE_TERM, "typical": TYPICAL_TERM, "common": COMMON_TERM}
+    filters = sql.SQL(", ").join(
+        sql.SQL(
+            "count(*) FILTER (WHERE search_vector @@ websearch_to_tsquery('english', {}))"
+        ).format(sql.Literal(term))
+        for term in terms.values()
+    )
+    row = admin.execute(sql.SQL("SELECT {} FROM memory.memories").format(filters)).fetchone()
+    assert row is not None
+    return dict(zip(terms, row, strict=True))
 
 
 def _progress(message: str) -> None:
