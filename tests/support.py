@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
+from memory_local.dev import DevStack
 from memory_server import operator
 from memory_server.caller import Caller
 from memory_server.contexts import parse_context
@@ -127,3 +132,28 @@ class Agent:
 
     def move(self, **raw: Any) -> dict[str, Any]:
         return memory_move(self.store, self.caller, parse_args(MoveArgs, raw))
+
+
+@contextmanager
+def running_dev_stack(cluster: Any, root: Path, name: str) -> Iterator[DevStack]:
+    """``make dev``'s stack on the test server, for one test package.
+
+    Role passwords are cluster-wide, so the stack reuses the session's; DevStack
+    points the process's AWS SDK at moto, so the environment is restored after.
+    """
+    saved = dict(os.environ)
+    dev = DevStack(
+        root,
+        port=0,
+        admin_url=cluster.admin_url,
+        moto_seed=None,
+        quiet=True,
+        credentials={**cluster.passwords, "cursor_secret": f"{name}-" + "s" * 40},
+    )
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+        os.environ.clear()
+        os.environ.update(saved)

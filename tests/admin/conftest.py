@@ -15,6 +15,8 @@ from memory_server.admin.openapi import build_openapi
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
 
+from tests.support import running_dev_stack
+
 ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_test"
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 NO_ADMIN_SCOPES = [s for s in ALL_SCOPES if s != "memory/admin"]
@@ -153,23 +155,5 @@ def response_schema(openapi: dict[str, Any], method: str, template: str, status:
 
 @pytest.fixture(scope="package")
 def stack(cluster, tmp_path_factory):  # type: ignore[no-untyped-def]
-    import os
-
-    from memory_local.dev import DevStack
-
-    saved = dict(os.environ)  # DevStack points the process's AWS SDK at moto
-    dev = DevStack(
-        Path(tmp_path_factory.mktemp("dev")),
-        port=0,
-        admin_url=cluster.admin_url,
-        moto_seed=None,
-        quiet=True,
-        credentials={**cluster.passwords, "cursor_secret": "admin-" + "s" * 40},
-    )
-    dev.start()
-    try:
+    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("admin")), "admin") as dev:
         yield dev
-    finally:
-        dev.stop()
-        os.environ.clear()
-        os.environ.update(saved)

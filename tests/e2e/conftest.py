@@ -4,7 +4,6 @@ official MCP Python SDK client talking to it over real HTTP."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,27 +16,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_local.dev import DevStack
 
+from tests.support import running_dev_stack
+
 T = TypeVar("T")
 
 
 @pytest.fixture(scope="package")
 def stack(cluster, tmp_path_factory) -> Iterator[DevStack]:  # type: ignore[no-untyped-def]
-    saved = dict(os.environ)
-    dev = DevStack(
-        Path(tmp_path_factory.mktemp("dev")),
-        port=0,
-        admin_url=cluster.admin_url,
-        moto_seed=None,
-        quiet=True,
-        credentials={**cluster.passwords, "cursor_secret": "e2e-" + "s" * 40},
-    )
-    dev.start()
-    try:
+    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("e2e")), "e2e") as dev:
         yield dev
-    finally:
-        dev.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 @pytest.fixture(scope="package")

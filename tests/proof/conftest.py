@@ -8,7 +8,6 @@ cluster's superuser for killing backends).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,27 +18,13 @@ import pytest
 from memory_local.dev import DevStack
 
 from tests.proof.support import Inspector
+from tests.support import running_dev_stack
 
 
 @pytest.fixture(scope="package")
 def stack(cluster, tmp_path_factory) -> Iterator[DevStack]:  # type: ignore[no-untyped-def]
-    saved = dict(os.environ)  # DevStack points the process's AWS SDK at moto
-    dev = DevStack(
-        Path(tmp_path_factory.mktemp("proof-dev")),
-        port=0,
-        admin_url=cluster.admin_url,
-        moto_seed=None,
-        quiet=True,
-        # Role passwords are cluster-wide: reuse the session's, or its URLs break.
-        credentials={**cluster.passwords, "cursor_secret": "proof-" + "c" * 40},
-    )
-    dev.start()
-    try:
+    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("proof")), "proof") as dev:
         yield dev
-    finally:
-        dev.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 @pytest.fixture(scope="package")
