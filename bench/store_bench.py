@@ -550,9 +550,12 @@ class Bench:
 
         print(f"search_rare after {PENDING_WRITES} writes elsewhere:", file=sys.stderr)
         stats = measure("operation", search, self.timing)
+        # The plan shows the scan of the pending list directly (buffers), free of noise.
+        plan = self.explain_body(self.search_params(caller, RARE_TERM))
         return {
             "writes": PENDING_WRITES,
             "search_rare_operation": stats,
+            "search_rare_body_plan": plan,
             "pages": self.clean_pending_list(),
         }
 
