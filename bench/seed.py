@@ -105,7 +105,7 @@ class Member:
 class Tenant:
     slug: str
     size: int
-    id: uuid.UUID = SHARED_OWNER
+    id: uuid.UUID = SHARED_OWNER  # a placeholder until the workspace exists
     people: list[Member] = field(default_factory=list)
     dm_members: tuple[int, int] = (0, 1)
 
