@@ -10,6 +10,7 @@ call, so the two never publish the same row concurrently. Events carry no conten
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Protocol
@@ -20,6 +21,8 @@ from .caller import Caller, Deadline
 from .db import Database
 from .records import iso
 from .sql_files import query
+
+logger = logging.getLogger(__name__)
 
 SOURCE = "memory-server"
 DETAIL_TYPE = "MemoryChanged"
@@ -79,6 +82,16 @@ def publish_request(db: Database, caller: Caller, sink: EventSink) -> int:
             query("mark_audit_published"), {"workspace_id": caller.workspace_id, "ids": ids}
         )
         return len(ids)
+
+
+def publish_or_defer(db: Database, caller: Caller, sink: EventSink | None) -> None:
+    """Publish after a committed change; on any failure the sweeper delivers later."""
+    if sink is None:
+        return
+    try:
+        publish_request(db, caller, sink)
+    except Exception:  # the change is committed; its outbox row waits for the sweeper
+        logger.warning("audit publish deferred to the sweeper", exc_info=True)
 
 
 def sweep(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Mapping
@@ -47,3 +48,9 @@ def json_response(
 
 def empty_response(status: int, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"statusCode": status, "headers": dict(headers or {}), "body": ""}
+
+
+def request_body(event: Mapping[str, Any]) -> bytes:
+    """The request body as bytes (API Gateway base64-encodes non-text bodies)."""
+    raw = event.get("body") or ""
+    return base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8")

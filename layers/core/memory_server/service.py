@@ -8,8 +8,6 @@ from the path; the listening context from the ``Memory-Context`` header or the
 
 from __future__ import annotations
 
-import base64
-import logging
 import os
 import re
 import time
@@ -24,15 +22,19 @@ from .caller import Caller, Deadline
 from .contexts import parse_context
 from .db import Database
 from .errors import ContextUnavailable, ToolError
-from .gateway_events import SLUG, empty_response, json_response, token_identity
+from .gateway_events import (
+    SLUG,
+    empty_response,
+    json_response,
+    request_body,
+    token_identity,
+)
 from .grants import SCOPE_GRANTS
 from .models import RememberArgs
 from .operations import memory_remember
 from .protocol import resources, tools
 from .protocol.dispatcher import Dispatcher
 from .store import Store, resolve_caller
-
-logger = logging.getLogger(__name__)
 
 _MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")
 # The admin API (memory_server.admin): matched before the MCP route.
@@ -211,8 +213,7 @@ class McpService:
             return empty_response(404)
         caller = membership.caller
 
-        body = event.get("body") or ""
-        raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+        raw = request_body(event)
         call = tools.CallContext(
             store=self.store,
             caller=caller,
@@ -260,9 +261,4 @@ class McpService:
         return self._guarded_remember(in_database)(request, lambda_context)
 
     def _publish(self, caller: Caller) -> None:
-        if self.sink is None:
-            return
-        try:
-            audit.publish_request(self.db, caller, self.sink)
-        except Exception:  # the sweeper delivers it later; the change is committed
-            logger.warning("audit publish deferred to the sweeper", exc_info=True)
+        audit.publish_or_defer(self.db, caller, self.sink)

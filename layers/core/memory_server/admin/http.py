@@ -16,8 +16,6 @@ off does not close the admin API: turning it on is an admin's job.
 
 from __future__ import annotations
 
-import base64
-import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,14 +29,18 @@ from ..caller import Caller
 from ..contexts import parse_context
 from ..db import Database
 from ..errors import ContextUnavailable, ToolError
-from ..gateway_events import SLUG, empty_response, json_response, token_identity
+from ..gateway_events import (
+    SLUG,
+    empty_response,
+    json_response,
+    request_body,
+    token_identity,
+)
 from ..store import resolve_caller
 from . import actions
 from . import models as m
 from .errors import AdminError, invalid
 from .identity import Directory
-
-logger = logging.getLogger(__name__)
 
 ADMIN_SCOPE = "memory/admin"
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)
@@ -262,7 +264,7 @@ class AdminApi:
         try:
             body: Any = None
             if route.request is not None:
-                body = m.parse_json(route.request, _body(event))
+                body = m.parse_json(route.request, request_body(event))
             elif route.query is not None:
                 raw_query = str(event.get("rawQueryString") or "")
                 body = m.parse_query(route.query, dict(parse_qsl(raw_query)))
@@ -277,14 +279,4 @@ class AdminApi:
         return _json(status, result.model_dump(mode="json"))
 
     def _publish(self, caller: Caller) -> None:
-        if self.sink is None:
-            return
-        try:
-            audit.publish_request(self.db, caller, self.sink)
-        except Exception:  # the sweeper delivers it later; the change is committed
-            logger.warning("admin audit publish deferred to the sweeper", exc_info=True)
-
-
-def _body(event: Mapping[str, Any]) -> bytes:
-    raw = event.get("body") or ""
-    return base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8")
+        audit.publish_or_defer(self.db, caller, self.sink)
