@@ -551,58 +551,13 @@ class Bench:
         print(f"search_rare after {PENDING_WRITES} writes elsewhere:", file=sys.stderr)
         stats = measure("operation", search, self.timing)
         # The plan shows the scan of the pending list directly (buffers), free of noise.
-        plan = self.explain_body(self.search_params(caller, RARE_TERM))
+        plan = self.explain_function(self.search_params(caller, RARE_TERM))
         return {
             "writes": PENDING_WRITES,
             "search_rare_operation": stats,
-            "search_rare_body_plan": plan,
+            "search_rare_plans": plan,
             "pages": self.clean_pending_list(),
         }
-
-    # -- the search function's fixed cost --
-
-    def search_function_overhead(self, term: str) -> dict[str, Any]:
-        """The candidates query called as memory.search_candidates() versus its body run
-        as a prepared (generic-plan) statement, both with the same settings: PostgreSQL
-        16 parses and plans a non-inlined SQL function's body on every call."""
-        caller = self.reader
-        params = self.search_params(caller, term)
-        body = self.function_body()
-        with psycopg.connect(self.cluster.owner_url, autocommit=True) as owner:
-            owner.execute(f"PREPARE bench_candidates({_BODY_TYPES}) AS {body}")
-            execute = sql.SQL("EXECUTE bench_candidates({})").format(
-                sql.SQL(", ").join(sql.Literal(v) for v in _body_args(params))
-            )
-
-            def body_call(_: int) -> object:
-                with owner.transaction():
-                    owner.execute(_SET_REQUEST, request_settings(caller, 60_000))
-                    owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-                    return owner.execute(execute).fetchall()
-
-            def function_call(_: int) -> object:
-                with self.rls(caller, search=True) as conn:
-                    return conn.execute(query("search_candidates"), params).fetchall()
-
-            print(f"search_candidates cost ({term!r}):", file=sys.stderr)
-            calls = {
-                "function_call": ("memory.search_candidates()", function_call),
-                "prepared_body": ("body, prepared generic plan", body_call),
-            }
-            timing = Timing(max(100, self.timing.iterations // 4), 20, self.timing.budget_s)
-            return {"term": term, **measure_together(calls, timing)}
-
-    def function_body(self) -> str:
-        """memory.search_candidates' SQL with its arguments as $1..$5."""
-        row = self.admin.execute(
-            "SELECT prosrc FROM pg_proc WHERE oid = "
-            "'memory.search_candidates(text, uuid[], text[], integer, integer)'::regprocedure"
-        ).fetchone()
-        assert row is not None
-        body = str(row[0])
-        for index, name in enumerate(_BODY_ARGS, start=1):
-            body = re.sub(rf"\b{name}\b", f"${index}", body)
-        return body
 
     # -- plans --
 
@@ -621,10 +576,14 @@ class Bench:
             plans["hydrate_hits, runtime role, RLS (common term)"] = _explain(
                 conn, query("hydrate_hits"), {**common, "ids": ids}
             )
-        for label, term in (("common", COMMON_TERM), ("rare", RARE_TERM)):
+        for label, term in (
+            ("common", COMMON_TERM),
+            ("typical", TYPICAL_TERM),
+            ("rare", RARE_TERM),
+        ):
             params = self.search_params(caller, term)
-            plans[f"search_candidates() body, owner role, generic plan ({label} term)"] = (
-                self.explain_body(params)
+            plans[f"search_candidates() statements, as executed ({label} term)"] = (
+                self.explain_function(params)
             )
         target = self.read_targets()[0]
         address = parse_path_address(target["uri"])
@@ -649,24 +608,57 @@ class Bench:
         )
         return plans
 
-    def explain_body(self, params: dict[str, Any]) -> str:
-        """The function body's plan as the function runs it: as the owner role, with the
-        request settings, planned without knowing the argument values (generic)."""
-        body = self.function_body()
-        with psycopg.connect(self.cluster.owner_url, autocommit=True) as owner:
-            with owner.transaction(force_rollback=True):
-                owner.execute(_SET_REQUEST, request_settings(self.reader, 60_000))
-                owner.execute("SET LOCAL search_path = memory, pg_temp")
-                owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-                owner.execute(f"PREPARE bench_candidates({_BODY_TYPES}) AS {body}")
-                args = sql.SQL(", ").join(sql.Literal(v) for v in _body_args(params))
-                # Once unmeasured: a new session loads the text-search dictionaries and
-                # catalog caches, which a warm server process already holds.
-                owner.execute(sql.SQL("EXECUTE bench_candidates({})").format(args)).fetchall()
-                statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_candidates({})")
-                rows = owner.execute(statement.format(args)).fetchall()
-            owner.execute("DEALLOCATE bench_candidates")
-        return "\n".join(str(r[0]) for r in rows)
+    def explain_function(self, params: dict[str, Any]) -> str:
+        """What memory.search_candidates() runs, with the request settings applied, as
+        its owner role: the probe search_probe() chose (after its capped counts), the
+        count at that stage, and the window query, with EXPLAIN (ANALYZE, BUFFERS)."""
+        probe_args = (params["query"], params["owners"], params["kinds"], params["window"])
+        with (
+            psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
+            owner.transaction(force_rollback=True),
+        ):
+            owner.execute(_SET_REQUEST, request_settings(self.reader, 60_000))
+            owner.execute("SET LOCAL search_path = memory, pg_temp")
+            # Once unexplained: a new session loads the text-search dictionaries and
+            # catalog caches, which a warm server process already holds.
+            owner.execute(query("search_candidates"), params).fetchall()
+            started = time.perf_counter()
+            row = owner.execute(
+                "SELECT search_probe(%s, %s, %s, %s)::text, "
+                "scoped_tsquery(setting_uuid('app.workspace_id'), "
+                "websearch_to_tsquery('english', %s))::text",
+                (*probe_args, params["query"]),
+            ).fetchone()
+            probe_ms = (time.perf_counter() - started) * 1000
+            assert row is not None
+            probe, terms = row
+            if probe is None:
+                return "search_probe() returned NULL: nothing can match"
+            count = owner.execute(
+                "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM (SELECT FROM "
+                "search_documents AS d WHERE d.document @@ %s::tsquery LIMIT %s) AS s",
+                (probe, params["window"]),
+            ).fetchall()
+            window = owner.execute(
+                "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM search_window("
+                "%s::tsquery, %s::tsquery, %s, %s, %s, %s)",
+                (
+                    probe,
+                    terms,
+                    params["owners"],
+                    params["kinds"],
+                    params["window"],
+                    params["limit"],
+                ),
+            ).fetchall()
+        lines = [
+            f"search_probe(): {probe_ms:.2f} ms, chose {probe}",
+            "count at the chosen stage:",
+            *(str(r[0]) for r in count),
+            "search_window():",
+            *(str(r[0]) for r in window),
+        ]
+        return "\n".join(lines)
 
     def prepared_statements(self) -> list[dict[str, Any]]:
         """Which plans the pooled connection's prepared statements actually used."""
@@ -686,14 +678,6 @@ class Bench:
                 }
             )
         return sorted(found, key=lambda r: str(r["statement"]))
-
-
-_BODY_ARGS = ("p_query", "p_owners", "p_kinds", "p_window", "p_limit")
-_BODY_TYPES = "text, uuid[], text[], integer, integer"
-
-
-def _body_args(params: dict[str, Any]) -> list[Any]:
-    return [params["query"], params["owners"], params["kinds"], params["window"], params["limit"]]
 
 
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)s")
@@ -953,7 +937,6 @@ def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -
     }
     write_pending = bench.clean_pending_list()
     pending = bench.bench_pending_list()
-    overhead = [bench.search_function_overhead(t) for t in (RARE_TERM, COMMON_TERM)]
     prepared = bench.prepared_statements()
     plans = bench.explain_all()
     command = "python -m bench.store_bench " + " ".join(
@@ -978,7 +961,6 @@ def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -
             "pages_after_write_benchmark": write_pending,
             **pending,
         },
-        "search_function_overhead": overhead,
         "prepared_statements": prepared,
         "explain": plans,
         "measure_seconds": round(time.monotonic() - started, 1),

@@ -177,3 +177,52 @@ def test_phrases_quotes_and_odd_lexemes_survive_workspace_scoping(world) -> None
     assert {h["id"] for h in agent.search(query="ünïcödé")["hits"]} == {odd["id"]}
     assert {h["id"] for h in agent.search(query="temp")["hits"]} == {odd["id"]}
     assert agent.search(query="the and of")["hits"] == []  # only stop words: nothing, not an error
+
+
+def test_the_ranked_window_is_the_newest_visible_matches_at_any_age(world, cluster) -> None:  # type: ignore[no-untyped-def]
+    """The search function finds its window by probing recency stages (2 days up to
+    about two years, then any time): whichever stage answers, the window must be
+    exactly the newest visible matches, and records outside the view must neither
+    appear nor take a place in it."""
+    ws, other = world.workspace(), world.workspace()
+    alice, bob = ws.person("alice"), ws.person("bob")
+    ws.register("dm:U01ALICE", alice, bob)
+    agent = ws.agent(alice)
+    ages = [0.1, 0.6, 3, 4, 5, 6, 20, 40, 50, 100, 150, 300, 500, 900, 2000]  # days
+    visible = []
+    for i, _ in enumerate(ages):
+        ns = "me" if i % 3 == 0 else "workspace"
+        visible.append(
+            agent.write(
+                uri=f"memory://{ns}/notes/p{i}.md", content="the pangolin", expected_revision=0
+            )["id"]
+        )
+    hidden = [
+        ws.agent(bob).write(uri="memory://me/notes/h.md", content="pangolin", expected_revision=0),
+        ws.agent(alice, "dm:U01ALICE").write(
+            uri="memory://workspace/notes/h.md", content="pangolin", expected_revision=0
+        ),
+        other.agent(other.person("eve")).write(
+            uri="memory://workspace/notes/h.md", content="pangolin", expected_revision=0
+        ),
+    ]
+    with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+        for record, age in zip(visible, ages, strict=True):
+            admin.execute(
+                "UPDATE memory.memories SET updated_at = now() - make_interval(secs => %s) "
+                "WHERE id = %s",
+                (age * 86400, record),
+            )
+        # The hidden records are the newest of all.
+        admin.execute(
+            "UPDATE memory.memories SET updated_at = now() + interval '1 minute' WHERE id = ANY (%s)",
+            ([h["id"] for h in hidden],),
+        )
+    caller = agent.caller
+    for window in range(1, len(ages) + 3):
+        with agent.store.db.transaction(caller, Deadline(), read_only=True) as conn:
+            rows = conn.execute(
+                "SELECT memory_id FROM memory.search_candidates(%s, %s, %s, %s, %s)",
+                ("pangolin", caller.visible_owners(), ["notes"], window, 100),
+            ).fetchall()
+        assert {str(r["memory_id"]) for r in rows} == set(visible[:window]), window

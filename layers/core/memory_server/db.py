@@ -4,10 +4,19 @@ Every request transaction first sets its ``app.*`` settings with
 ``set_config(..., true)``: transaction-local, so nothing reaches the next tenant on a
 pooled (RDS Proxy) connection and no session state pins it. Row-level security reads
 those settings; the application's own queries pass the same values as parameters.
+
+Round trips are the fixed cost of every request (measured in docs/performance.md),
+so a request transaction runs in psycopg's pipeline mode: ``BEGIN``, the settings
+and the first statement travel together, and ``COMMIT`` goes with nothing to wait
+for but its own answer. A pooled connection is checked on checkout without a round
+trip unless it has been idle for a while or the server has sent something.
 """
 
 from __future__ import annotations
 
+import select
+import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -51,12 +60,43 @@ def request_settings(caller: Caller, timeout_ms: int) -> dict[str, str]:
     }
 
 
+class CheckoutCheck:
+    """Is a pooled connection alive? Answered without a round trip when it can be.
+
+    A connection returned to the pool moments ago is alive unless the server has
+    since closed it or sent an error (``pg_terminate_backend``, a restart, a proxy
+    closing it): any of those makes its socket readable, while a healthy idle
+    connection has nothing to read. Otherwise (idle longer than ``trust_idle_s``,
+    never used, or readable) the pool's own check runs: an empty query.
+    """
+
+    def __init__(self, trust_idle_s: float = 10.0) -> None:
+        self.trust_idle_s = trust_idle_s
+        self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+
+    def returned(self, conn: Connection) -> None:
+        """Pool ``reset`` hook: the connection came back in a clean state."""
+        self._returned[conn] = time.monotonic()
+
+    def __call__(self, conn: Connection) -> None:
+        returned = self._returned.pop(conn, None)
+        if (
+            returned is not None
+            and time.monotonic() - returned < self.trust_idle_s
+            and not conn.closed
+            and not select.select([conn.fileno()], [], [], 0)[0]
+        ):
+            return
+        ConnectionPool.check_connection(conn)
+
+
 class Database:
     """A small pool of runtime-role connections (one per Lambda container is typical)."""
 
     def __init__(
         self, conninfo: str | Callable[[], str], *, min_size: int = 1, max_size: int = 4
     ) -> None:
+        self.checkout_check = CheckoutCheck()
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -70,7 +110,8 @@ class Database:
             timeout=5.0,
             # A pooled connection may have died (proxy idle timeout, SnapStart restore):
             # check it on checkout so a request never starts on a dead one.
-            check=ConnectionPool.check_connection,
+            check=self.checkout_check,
+            reset=self.checkout_check.returned,
         )
 
     def close(self) -> None:
@@ -85,7 +126,11 @@ class Database:
         read_only: bool = False,
         isolation: Isolation = "read committed",
     ) -> Iterator[Connection]:
-        """One request transaction with the caller's settings applied first."""
+        """One request transaction with the caller's settings applied first.
+
+        Pipelined: a statement's results arrive when first fetched, and an error can
+        surface at the next fetch or at ``COMMIT``, always inside this block.
+        """
         timeout_ms = deadline.remaining_ms()
         with translate_errors(), self.pool.connection(timeout=timeout_ms / 1000) as conn:
             conn.read_only = read_only
@@ -94,7 +139,7 @@ class Database:
                 if isolation == "repeatable read"
                 else psycopg.IsolationLevel.READ_COMMITTED
             )
-            with conn.transaction():
+            with conn.pipeline(), conn.transaction():
                 conn.execute(_SET_REQUEST, request_settings(caller, timeout_ms))
                 yield conn
 

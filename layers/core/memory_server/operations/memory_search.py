@@ -22,7 +22,7 @@ from ..store import Store
 
 # At most this many of the most recently updated matches are ranked, so a common
 # term costs a bounded amount of work (see docs/performance.md).
-RANK_WINDOW = 1000
+RANK_WINDOW = 500
 # Candidates handed to the ranker (it may reorder and cut, never add).
 CANDIDATES = 32
 

@@ -1,6 +1,6 @@
 -- Newest-first history of one record (bodies are not part of history entries).
 SELECT r.revision, r.operation, r.kind, r.path, r.owner_id, r.created_at, r.source,
-       (SELECT p.handle FROM memory.principals AS p WHERE p.id = r.writer_id) AS writer
+       memory.principal_handle(r.writer_id) AS writer
 FROM memory.revisions AS r
 WHERE r.memory_id = %(id)s
   AND r.workspace_id = %(workspace_id)s

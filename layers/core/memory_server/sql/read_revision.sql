@@ -1,7 +1,7 @@
 -- One immutable revision of a record that is still in the caller's view.
 SELECT r.memory_id AS id, r.workspace_id, r.owner_id, r.context_key, r.kind, r.path, r.title,
        r.body, r.revision, r.operation, r.created_at, r.source,
-       (SELECT p.handle FROM memory.principals AS p WHERE p.id = r.writer_id) AS writer
+       memory.principal_handle(r.writer_id) AS writer
 FROM memory.revisions AS r
 JOIN memory.memories AS m ON m.id = r.memory_id
 WHERE r.memory_id = %(id)s

@@ -1,8 +1,8 @@
 -- One visible record by its immutable id.
 SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.body,
        m.revision, m.created_at, m.updated_at, m.source,
-       (SELECT p.handle FROM memory.principals AS p WHERE p.id = m.created_by) AS created_by,
-       (SELECT p.handle FROM memory.principals AS p WHERE p.id = m.updated_by) AS updated_by
+       memory.principal_handle(m.created_by) AS created_by,
+       memory.principal_handle(m.updated_by) AS updated_by
 FROM memory.memories AS m
 WHERE m.id = %(id)s
   AND m.workspace_id = %(workspace_id)s
