@@ -60,14 +60,14 @@ def request_settings(caller: Caller, timeout_ms: int) -> dict[str, str]:
     }
 
 
-class CheckoutCheck:
+class Liveness:
     """Is a pooled connection alive? Answered without a round trip when it can be.
 
     A connection returned to the pool moments ago is alive unless the server has
     since closed it or sent an error (``pg_terminate_backend``, a restart, a proxy
     closing it): any of those makes its socket readable, while a healthy idle
     connection has nothing to read. Otherwise (idle longer than ``trust_idle_s``,
-    never used, or readable) the pool's own check runs: an empty query.
+    never used, or readable) it is asked: an empty query.
     """
 
     def __init__(self, trust_idle_s: float = 10.0) -> None:
@@ -78,16 +78,21 @@ class CheckoutCheck:
         """Pool ``reset`` hook: the connection came back in a clean state."""
         self._returned[conn] = time.monotonic()
 
-    def __call__(self, conn: Connection) -> None:
+    def alive(self, conn: Connection) -> bool:
         returned = self._returned.pop(conn, None)
+        if conn.closed:
+            return False
         if (
             returned is not None
             and time.monotonic() - returned < self.trust_idle_s
-            and not conn.closed
             and not select.select([conn.fileno()], [], [], 0)[0]
         ):
-            return
-        ConnectionPool.check_connection(conn)
+            return True
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            return False
+        return True
 
 
 class Database:
@@ -96,7 +101,7 @@ class Database:
     def __init__(
         self, conninfo: str | Callable[[], str], *, min_size: int = 1, max_size: int = 4
     ) -> None:
-        self.checkout_check = CheckoutCheck()
+        self.liveness = Liveness()
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -108,14 +113,30 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": False, "prepare_threshold": None},
             open=True,
             timeout=5.0,
-            # A pooled connection may have died (proxy idle timeout, SnapStart restore):
-            # check it on checkout so a request never starts on a dead one.
-            check=self.checkout_check,
-            reset=self.checkout_check.returned,
+            # Connections are checked on checkout by _checked_out (not the pool's
+            # ``check``, which sleeps a backoff of a second or more after each dead one).
+            reset=self.liveness.returned,
         )
 
     def close(self) -> None:
         self.pool.close()
+
+    @contextmanager
+    def _checked_out(self, timeout_s: float | None) -> Iterator[Connection]:
+        """A live pooled connection. A dead one (the server restarted or killed it,
+        a proxy closed it, a SnapStart restore) is closed, which makes the pool open
+        a replacement, and the next is tried: after a failover every idle connection
+        is dead, and none of them may cost a request its answer or a backoff sleep.
+        """
+        give_up = None if timeout_s is None else time.monotonic() + timeout_s
+        for _ in range(self.pool.max_size + 1):
+            remaining = None if give_up is None else max(0.0, give_up - time.monotonic())
+            with self.pool.connection(timeout=remaining) as conn:
+                if self.liveness.alive(conn):
+                    yield conn
+                    return
+                conn.close()
+        raise psycopg.OperationalError("no live database connection")
 
     @contextmanager
     def transaction(
@@ -132,7 +153,7 @@ class Database:
         surface at the next fetch or at ``COMMIT``, always inside this block.
         """
         timeout_ms = deadline.remaining_ms()
-        with translate_errors(), self.pool.connection(timeout=timeout_ms / 1000) as conn:
+        with translate_errors(), self._checked_out(timeout_ms / 1000) as conn:
             conn.read_only = read_only
             conn.isolation_level = (
                 psycopg.IsolationLevel.REPEATABLE_READ
@@ -150,7 +171,7 @@ class Database:
         With a deadline, waiting for a pooled connection counts against it too.
         """
         timeout = deadline.remaining_ms() / 1000 if deadline is not None else None
-        with translate_errors(), self.pool.connection(timeout=timeout) as conn:
+        with translate_errors(), self._checked_out(timeout) as conn:
             conn.read_only = False
             conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             yield conn
