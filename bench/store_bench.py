@@ -78,11 +78,13 @@ TARGETS_MS = {  # operation p95 (and p99 for search), from the design brief
 MAX_FLOOR_RATIO = 1.5
 
 FLOOR_READ = """
-SELECT id, workspace_id, owner_id, context_key, kind, path, title, body, revision,
-       created_at, updated_at, source
-FROM memory.memories
-WHERE workspace_id = %(workspace_id)s AND owner_id = %(owner_id)s AND kind = %(kind)s
-  AND path = %(path)s AND context_key = ANY (%(contexts)s)
+SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.body,
+       m.revision, m.created_at, m.updated_at, m.source, c.handle, u.handle
+FROM memory.memories AS m
+LEFT JOIN memory.principals AS c ON c.id = m.created_by
+LEFT JOIN memory.principals AS u ON u.id = m.updated_by
+WHERE m.workspace_id = %(workspace_id)s AND m.owner_id = %(owner_id)s AND m.kind = %(kind)s
+  AND m.path = %(path)s AND m.context_key = ANY (%(contexts)s)
 LIMIT 1
 """
 FLOOR_WRITE = """
@@ -92,12 +94,23 @@ SET title = %(title)s, body = %(body)s, revision = revision + 1, updated_at = no
 WHERE id = %(id)s AND revision = %(expected_revision)s
 RETURNING id, revision, context_key
 """
+# The best 8 matches with their excerpts: what a search answers (the excerpts cost
+# about a millisecond, so a floor without them would not answer the same question).
 FLOOR_SEARCH = """
-SELECT id, ts_rank_cd(search_vector, q)
-FROM memory.memories, websearch_to_tsquery('english', %(query)s) q
-WHERE workspace_id = %(workspace_id)s AND search_vector @@ q
-ORDER BY 2 DESC
-LIMIT 8
+WITH q AS (SELECT websearch_to_tsquery('english', %(query)s) AS q),
+top AS (
+    SELECT id, ts_rank_cd(search_vector, q.q) AS score
+    FROM memory.memories, q
+    WHERE workspace_id = %(workspace_id)s AND search_vector @@ q.q
+    ORDER BY 2 DESC
+    LIMIT 8
+)
+SELECT m.id, top.score,
+       ts_headline('english', left(m.body, 20000), q.q,
+                   'StartSel="", StopSel="", MaxWords=70, MinWords=25, MaxFragments=2, '
+                   'FragmentDelimiter=" … "')
+FROM top JOIN memory.memories AS m USING (id), q
+ORDER BY top.score DESC
 """
 FLOOR_LIST = """
 SELECT id, owner_id, context_key, kind, path, title, revision, updated_at
@@ -610,9 +623,9 @@ class Bench:
 
     def explain_function(self, params: dict[str, Any]) -> str:
         """What memory.search_candidates() runs, with the request settings applied, as
-        its owner role: the probe search_probe() chose (after its capped counts), the
-        count at that stage, and the window query, with EXPLAIN (ANALYZE, BUFFERS)."""
-        probe_args = (params["query"], params["owners"], params["kinds"], params["window"])
+        its owner role: the terms for the caller's cells, the probe search_probe()
+        chose (after its capped counts), the count at that stage, and the window
+        query, with EXPLAIN (ANALYZE, BUFFERS)."""
         with (
             psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
             owner.transaction(force_rollback=True),
@@ -624,16 +637,14 @@ class Bench:
             owner.execute(query("search_candidates"), params).fetchall()
             started = time.perf_counter()
             row = owner.execute(
-                "SELECT search_probe(%s, %s, %s, %s)::text, "
-                "scoped_tsquery(setting_uuid('app.workspace_id'), "
-                "websearch_to_tsquery('english', %s))::text",
-                (*probe_args, params["query"]),
+                "SELECT t::text, search_probe(t, %s)::text FROM search_terms(%s, %s, %s) AS t",
+                (params["window"], params["query"], params["owners"], params["kinds"]),
             ).fetchone()
             probe_ms = (time.perf_counter() - started) * 1000
             assert row is not None
-            probe, terms = row
+            terms, probe = row
             if probe is None:
-                return "search_probe() returned NULL: nothing can match"
+                return "search_terms() returned NULL: nothing can match"
             count = owner.execute(
                 "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM (SELECT FROM "
                 "search_documents AS d WHERE d.document @@ %s::tsquery LIMIT %s) AS s",
@@ -651,8 +662,12 @@ class Bench:
                     params["limit"],
                 ),
             ).fetchall()
+        buckets = re.findall(r" ([db]:\d+)'", probe)
+        stage = " | ".join(buckets) or "none (all time)"
         lines = [
-            f"search_probe(): {probe_ms:.2f} ms, chose {probe}",
+            f"search_terms() + search_probe(): {probe_ms:.2f} ms",
+            f"terms: {terms}",
+            f"recency buckets the probe added: {stage}",
             "count at the chosen stage:",
             *(str(r[0]) for r in count),
             "search_window():",

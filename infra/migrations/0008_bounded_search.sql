@@ -1,34 +1,55 @@
 -- Search index v3: the reader's view and recency inside the GIN probe.
 --
--- Measured on 1M records (200k in one workspace, docs/performance.md): with only the
--- terms in the index, a term matching 10% of the workspace fetched all 19,858 of its
--- matches from ~17,000 heap pages, discarded 58% of them on owner and context, and
--- sorted the rest on updated_at to find the 1,000 newest: 40-90 ms. Now each
--- document also carries access lexemes (owner, context, kind) and recency lexemes
--- (day and 32-day block of updated_at), all scoped to the workspace, so one probe
--- returns only what the reader may see from the newest stretch of time that holds a
--- full ranking window. The heap is touched for at most about one window of rows.
+-- Measured on 1M records (200k in one workspace, docs/performance.md): with terms
+-- scoped only to the workspace, a term matching 10% of the workspace fetched all
+-- 19,858 of its matches from ~17,000 heap pages, discarded 58% of them on owner and
+-- context, and sorted the rest on updated_at to find the newest: 40-90 ms. Two
+-- changes bound that work:
 --
--- Access lexemes are '<scope> <tag>:<value>': the space after the scope cannot occur
--- in a lexeme the text parser produces, so no written text can collide with them.
+-- * Cells. Every lexeme of a document is prefixed with its cell, a hash of
+--   (workspace, owner, kind, context), so a term's posting list holds one cell's
+--   records. The caller's view is a handful of cells (visible owners x kinds x
+--   the listening context's ancestors), and the probe is the query rewritten for
+--   each of them, ORed: the index returns exactly the visible matches, and its cost
+--   follows their number, not the workspace's. (ANDing a big "access lexeme" list
+--   per owner and context instead was measured slower: GIN checks every candidate
+--   against each of those lists.)
+-- * Recency. Each document also carries workspace-scoped lexemes for the day and
+--   the 32-day block of updated_at, so the probe can ask for the newest stretch of
+--   time that holds a full ranking window and fetch about that many rows.
+--
+-- Recency lexemes are '<scope> d:<day>': the space cannot occur in a lexeme the text
+-- parser produces, so no written text can collide with one.
+
+CREATE FUNCTION search_cell(ws uuid, owner uuid, kind text, ctx text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN left(md5(ws::text || owner::text || kind || '/' || ctx), 16) || '~';
+
+-- Every lexeme of doc with prefix in front (positions and weights kept).
+CREATE FUNCTION prefixed_tsvector(prefix text, doc tsvector) RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN regexp_replace(doc::text, '''((?:[^'']|'''')*)''', '''' || prefix || '\1''', 'g')::tsvector;
+
+-- The same prefix on every lexeme of a query (operators, phrases and :* kept).
+CREATE FUNCTION prefixed_tsquery(prefix text, query tsquery) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN regexp_replace(query::text, '''((?:[^'']|'''')*)''', '''' || prefix || '\1''', 'g')::tsquery;
 
 CREATE FUNCTION search_day(ts timestamptz) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN floor(extract(epoch FROM ts) / 86400)::bigint;
 
-CREATE FUNCTION access_lexeme(ws uuid, tag text, value text) RETURNS text
+CREATE FUNCTION recency_lexeme(ws uuid, tag text, bucket bigint) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN search_scope(ws) || ' ' || tag || ':' || value;
+RETURN search_scope(ws) || ' ' || tag || ':' || bucket::text;
 
-CREATE FUNCTION access_tsvector(ws uuid, owner uuid, ctx text, kind text, updated timestamptz)
-RETURNS tsvector
+CREATE FUNCTION search_tsvector(ws uuid, owner uuid, kind text, ctx text, updated timestamptz,
+                                doc tsvector) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN array_to_tsvector(ARRAY[
-    access_lexeme(ws, 'o', owner::text),
-    access_lexeme(ws, 'c', ctx),
-    access_lexeme(ws, 'k', kind),
-    access_lexeme(ws, 'd', search_day(updated)::text),
-    access_lexeme(ws, 'b', (search_day(updated) / 32)::text)]);
+RETURN prefixed_tsvector(search_cell(ws, owner, kind, ctx), doc)
+    || array_to_tsvector(ARRAY[search_cell(ws, owner, kind, ctx),  -- the cell itself
+                               recency_lexeme(ws, 'd', search_day(updated)),
+                               recency_lexeme(ws, 'b', search_day(updated) / 32)]);
 
 -- Any one of the given lexemes, as a tsquery (NULL for none).
 CREATE FUNCTION any_lexeme(lexemes text[]) RETURNS tsquery
@@ -36,18 +57,17 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN (SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')
         FROM unnest(lexemes) AS l)::tsquery;
 
--- Records updated in recency stage 0..4 or later (NULL for stage 5: any time). Each
--- stage is a contiguous stretch from its start up to tomorrow, so the newest matches
--- of a stage are the newest matches overall: about 2 days, 8 days, 64, 192, 768.
+-- Records updated in recency stage 0..4: about the last 2, 8, 64, 192 and 768 days.
+-- Each stage runs from its start up to tomorrow, so the newest matches of a stage
+-- are the newest matches overall.
 CREATE FUNCTION recency_query(ws uuid, stage integer, today bigint) RETURNS tsquery
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE
-    WHEN stage = 0 THEN (SELECT any_lexeme(array_agg(access_lexeme(ws, 'd', d::text)))
-                         FROM generate_series(today - 1, today + 1) AS d)
-    WHEN stage = 1 THEN (SELECT any_lexeme(array_agg(access_lexeme(ws, 'd', d::text)))
-                         FROM generate_series(today - 7, today + 1) AS d)
+    WHEN stage IN (0, 1) THEN (
+        SELECT any_lexeme(array_agg(recency_lexeme(ws, 'd', d)))
+        FROM generate_series(today - (ARRAY[1, 7])[stage + 1], today + 1) AS d)
     WHEN stage IN (2, 3, 4) THEN (
-        SELECT any_lexeme(array_agg(access_lexeme(ws, 'b', b::text)))
+        SELECT any_lexeme(array_agg(recency_lexeme(ws, 'b', b)))
         FROM generate_series(today / 32 - (ARRAY[2, 6, 24])[stage - 1], (today + 1) / 32) AS b)
 END;
 
@@ -67,9 +87,8 @@ BEGIN
     INSERT INTO search_documents AS d
         (memory_id, workspace_id, owner_id, context_key, kind, updated_at, document)
     VALUES (NEW.id, NEW.workspace_id, NEW.owner_id, NEW.context_key, NEW.kind, NEW.updated_at,
-            scoped_tsvector(NEW.workspace_id, NEW.search_vector)
-            || access_tsvector(NEW.workspace_id, NEW.owner_id, NEW.context_key, NEW.kind,
-                               NEW.updated_at))
+            search_tsvector(NEW.workspace_id, NEW.owner_id, NEW.kind, NEW.context_key,
+                            NEW.updated_at, NEW.search_vector))
     ON CONFLICT (memory_id) DO UPDATE
         SET owner_id = EXCLUDED.owner_id, context_key = EXCLUDED.context_key,
             kind = EXCLUDED.kind, updated_at = EXCLUDED.updated_at, document = EXCLUDED.document;
@@ -77,57 +96,66 @@ BEGIN
 END
 $$;
 
--- The probe for a search: the query's terms, the caller's view (from the settings,
--- narrowed by p_owners and p_kinds) and the shortest recency stage that holds
--- p_window visible matches. Each try is a count capped at p_window, so it touches
--- at most p_window rows: first all time (most terms end there), then the stages from
--- the newest. NULL: nothing can match.
-CREATE FUNCTION search_probe(p_query text, p_owners uuid[], p_kinds text[], p_window integer)
-RETURNS tsquery
+-- The query rewritten for each cell of the caller's view (from the settings, narrowed
+-- by p_owners and p_kinds; owners the settings do not allow are dropped whatever the
+-- caller passed), ORed. NULL: nothing can match (no cell, or only stop words).
+CREATE FUNCTION search_terms(p_query text, p_owners uuid[], p_kinds text[]) RETURNS tsquery
 LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
 AS $$
 DECLARE
     ws constant uuid := setting_uuid('app.workspace_id');
-    terms tsquery;
-    view_query tsquery;
-    probe tsquery;
-    found integer;
+    query tsquery;
 BEGIN
     IF ws IS NULL OR NOT coalesce('read' = ANY (setting_array('app.grants')), false) THEN
         RETURN NULL;
     END IF;
-    terms := scoped_tsquery(ws, websearch_to_tsquery('english', p_query));
-    IF numnode(terms) = 0 THEN
+    query := websearch_to_tsquery('english', p_query);
+    IF numnode(query) = 0 THEN
         RETURN NULL;  -- only stop words
     END IF;
-    -- Owners and contexts the request may see, whatever the caller passed.
-    view_query := any_lexeme(ARRAY(
-            SELECT access_lexeme(ws, 'o', o::text) FROM unnest(p_owners) AS o
-            WHERE o = '00000000-0000-0000-0000-000000000000'
-               OR (o = setting_uuid('app.principal_id')
-                   AND current_setting('app.personal', true) = 'on')))
-        && any_lexeme(ARRAY(SELECT access_lexeme(ws, 'c', c)
-                            FROM unnest(setting_array('app.contexts')) AS c))
-        && any_lexeme(ARRAY(SELECT access_lexeme(ws, 'k', k) FROM unnest(p_kinds) AS k));
-    IF view_query IS NULL THEN
-        RETURN NULL;
-    END IF;
-    -- Fewer than a window in all: rank them all (one probe for most terms).
-    probe := terms && view_query;
+    RETURN (
+        SELECT string_agg(
+                   -- A query with nothing the index can look up (only negations) is
+                   -- anchored on the cell itself, so it cannot scan the whole index.
+                   CASE WHEN querytree(query) = 'T'
+                        THEN '''' || cell || ''' & (' || prefixed_tsquery(cell, query)::text || ')'
+                        ELSE '(' || prefixed_tsquery(cell, query)::text || ')'
+                   END,
+                   ' | ')::tsquery
+        FROM (SELECT search_cell(ws, o, k, c) AS cell
+              FROM unnest(p_owners) AS o, unnest(p_kinds) AS k,
+                   unnest(setting_array('app.contexts')) AS c
+              WHERE o = '00000000-0000-0000-0000-000000000000'
+                 OR (o = setting_uuid('app.principal_id')
+                     AND current_setting('app.personal', true) = 'on')) AS cells);
+END
+$$;
+
+-- The probe: p_terms restricted to the shortest recency stage that holds p_window
+-- matches. Each try is a count capped at p_window, so it touches at most p_window
+-- rows: first all time (most terms end there), then the stages from the newest.
+CREATE FUNCTION search_probe(p_terms tsquery, p_window integer) RETURNS tsquery
+LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    ws constant uuid := setting_uuid('app.workspace_id');
+    probe tsquery;
+    found integer;
+BEGIN
     SELECT count(*) INTO found
-    FROM (SELECT FROM search_documents AS d WHERE d.document @@ probe LIMIT p_window) AS s;
+    FROM (SELECT FROM search_documents AS d WHERE d.document @@ p_terms LIMIT p_window) AS s;
     IF found < p_window THEN
-        RETURN probe;
+        RETURN p_terms;
     END IF;
     FOR stage IN 0..4 LOOP
-        probe := terms && view_query && recency_query(ws, stage, search_day(now()));
+        probe := p_terms && recency_query(ws, stage, search_day(now()));
         SELECT count(*) INTO found
         FROM (SELECT FROM search_documents AS d WHERE d.document @@ probe LIMIT p_window) AS s;
         IF found >= p_window THEN
             RETURN probe;
         END IF;
     END LOOP;
-    RETURN terms && view_query;
+    RETURN p_terms;
 END
 $$;
 
@@ -164,20 +192,19 @@ RETURNS TABLE (memory_id uuid, score real)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 DECLARE
-    probe constant tsquery := search_probe(p_query, p_owners, p_kinds, p_window);
+    terms constant tsquery := search_terms(p_query, p_owners, p_kinds);
 BEGIN
-    IF probe IS NOT NULL THEN
+    IF terms IS NOT NULL THEN
         RETURN QUERY
         SELECT w.memory_id, w.score
-        FROM search_window(probe,
-                           scoped_tsquery(setting_uuid('app.workspace_id'),
-                                          websearch_to_tsquery('english', p_query)),
-                           p_owners, p_kinds, p_window, p_limit) AS w;
+        FROM search_window(search_probe(terms, p_window), terms, p_owners, p_kinds,
+                           p_window, p_limit) AS w;
     END IF;
 END
 $$;
 
-REVOKE ALL ON FUNCTION search_probe(text, uuid[], text[], integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION search_terms(text, uuid[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION search_probe(tsquery, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION search_window(tsquery, tsquery, uuid[], text[], integer, integer)
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION search_candidates(text, uuid[], text[], integer, integer) FROM PUBLIC;
@@ -190,9 +217,12 @@ ALTER INDEX search_documents_document SET (gin_pending_list_limit = 64);
 ALTER TABLE search_documents SET (autovacuum_vacuum_scale_factor = 0.02,
                                   autovacuum_vacuum_insert_scale_factor = 0.02);
 
--- Add the access lexemes to every existing document (the owner sees all rows).
-UPDATE search_documents
-SET document = document || access_tsvector(workspace_id, owner_id, context_key, kind, updated_at);
+-- Rebuild every document in the new form (the owner sees all rows).
+TRUNCATE search_documents;
+INSERT INTO search_documents (memory_id, workspace_id, owner_id, context_key, kind, updated_at, document)
+SELECT id, workspace_id, owner_id, context_key, kind, updated_at,
+       search_tsvector(workspace_id, owner_id, kind, context_key, updated_at, search_vector)
+FROM memories;
 
 -- A provenance handle (created_by, updated_by, a revision's writer), under the
 -- caller's own row-level security: NULL unless the principal is a member of the

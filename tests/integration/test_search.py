@@ -173,6 +173,8 @@ def test_phrases_quotes_and_odd_lexemes_survive_workspace_scoping(world) -> None
     }
     assert {h["id"] for h in agent.search(query='"release train"')["hits"]} == {phrase["id"]}
     assert {h["id"] for h in agent.search(query="release -noon")["hits"]} == {loose["id"]}
+    # Only a negation: every visible record without the word (none of the stranger's).
+    assert {h["id"] for h in agent.search(query="-noon")["hits"]} == {loose["id"], odd["id"]}
     assert {h["id"] for h in agent.search(query="O'Brien")["hits"]} == {odd["id"]}
     assert {h["id"] for h in agent.search(query="ünïcödé")["hits"]} == {odd["id"]}
     assert {h["id"] for h in agent.search(query="temp")["hits"]} == {odd["id"]}
