@@ -81,10 +81,11 @@ def test_create_list_and_delete_a_workspace(world, owner, admin_service) -> None
     from memory_server.models import WriteArgs
     from memory_server.operations import memory_write
 
+    marker = f"zebra{uuid.uuid4().hex[:8]}"  # no other test's record contains it
     memory_write(
         admin_service.store,
         membership.caller,
-        WriteArgs(uri="memory://workspace/notes/n.md", content="zebra", expected_revision=0),
+        WriteArgs(uri="memory://workspace/notes/n.md", content=marker, expected_revision=0),
     )
     listed = {w.slug: w for w in operators.list_workspaces(owner)}
     assert listed[slug].records == 1 and listed[slug].admins == 1 and listed[slug].agent_keys == 1
@@ -95,7 +96,7 @@ def test_create_list_and_delete_a_workspace(world, owner, admin_service) -> None
     assert gone.audit_events >= 5
     assert gone.agent_clients == gone.agent_clients_deleted == [key["client_id"]]
     assert slug not in {w.slug for w in operators.list_workspaces(owner)}
-    assert traces(owner, made.id, key["client_id"], "zebra") == []
+    assert traces(owner, made.id, key["client_id"], marker) == []
     with pytest.raises(AdminError) as missing:
         operators.delete_workspace(owner, slug)
     assert missing.value.status == 404

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -32,6 +33,13 @@ from .grants import sorted_grants
 
 Connection = psycopg.Connection[dict[str, Any]]
 Isolation = Literal["read committed", "repeatable read"]
+
+_BEGIN: dict[tuple[Isolation, bool], bytes] = {
+    ("read committed", False): b"BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE",
+    ("read committed", True): b"BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY",
+    ("repeatable read", False): b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ WRITE",
+    ("repeatable read", True): b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+}
 
 _SET_REQUEST = """
 SELECT set_config('app.workspace_id', %(workspace_id)s, true),
@@ -110,7 +118,7 @@ class Database:
             # executions ignores the parameter values that make the listing and
             # search predicates selective (measured: 1.9 ms custom vs 690 ms generic
             # for a list page), and prepared statements would pin RDS Proxy sessions.
-            kwargs={"row_factory": dict_row, "autocommit": False, "prepare_threshold": None},
+            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
             open=True,
             timeout=5.0,
             # Connections are checked on checkout by _checked_out (not the pool's
@@ -149,31 +157,36 @@ class Database:
     ) -> Iterator[Connection]:
         """One request transaction with the caller's settings applied first.
 
-        Pipelined: a statement's results arrive when first fetched, and an error can
-        surface at the next fetch or at ``COMMIT``, always inside this block.
+        Pipelined: ``BEGIN`` and the settings go with the first statement, ``COMMIT``
+        with the final sync, so a one-statement request costs two round trips. A
+        statement's results arrive when first fetched, and an error can surface at
+        the next fetch or at ``COMMIT``, always inside this block. Connections are in
+        autocommit mode so that psycopg sends no ``BEGIN`` or ``COMMIT`` of its own
+        (its commit would sync once more).
         """
         timeout_ms = deadline.remaining_ms()
         with translate_errors(), self._checked_out(timeout_ms / 1000) as conn:
-            conn.read_only = read_only
-            conn.isolation_level = (
-                psycopg.IsolationLevel.REPEATABLE_READ
-                if isolation == "repeatable read"
-                else psycopg.IsolationLevel.READ_COMMITTED
-            )
-            with conn.pipeline(), conn.transaction():
-                conn.execute(_SET_REQUEST, request_settings(caller, timeout_ms))
-                yield conn
+            try:
+                with conn.pipeline():
+                    conn.execute(_BEGIN[isolation, read_only])
+                    conn.execute(_SET_REQUEST, request_settings(caller, timeout_ms))
+                    yield conn
+                    conn.execute(b"COMMIT")
+            finally:
+                # A raised error leaves the transaction open or failed: end it here,
+                # not in the pool's reset, which would log a warning for each.
+                if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute(b"ROLLBACK")
 
     @contextmanager
     def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:
-        """A plain connection (for resolving the caller before settings exist).
+        """A plain autocommit connection, for one statement outside a request
+        transaction (resolving the caller before settings exist).
 
         With a deadline, waiting for a pooled connection counts against it too.
         """
         timeout = deadline.remaining_ms() / 1000 if deadline is not None else None
         with translate_errors(), self._checked_out(timeout) as conn:
-            conn.read_only = False
-            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             yield conn
 
 

@@ -54,16 +54,11 @@ def resolve_caller(
     two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
     listen from ``context`` in a workspace whose memory feature is on.
     """
-    with db.connection(deadline) as conn:
-        # One read-only statement: autocommit saves the BEGIN/COMMIT round trips.
-        conn.autocommit = True
-        try:
-            row = conn.execute(
-                query("resolve_caller"),
-                {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
-            ).fetchone()
-        finally:
-            conn.autocommit = False
+    with db.connection(deadline) as conn:  # one statement, no transaction around it
+        row = conn.execute(
+            query("resolve_caller"),
+            {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
+        ).fetchone()
     if row is None:
         return None
     if row["memory_enabled"] and not row["context_allowed"]:
