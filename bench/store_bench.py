@@ -622,57 +622,62 @@ class Bench:
         return plans
 
     def explain_function(self, params: dict[str, Any]) -> str:
-        """What memory.search_candidates() runs, with the request settings applied, as
-        its owner role: the terms for the caller's cells, the probe search_probe()
-        chose (after its capped counts), the count at that stage, and the window
-        query, with EXPLAIN (ANALYZE, BUFFERS)."""
+        """What memory.search_candidates() runs, step by step, with EXPLAIN (ANALYZE,
+        BUFFERS): the same statements as its owner role with the request settings,
+        planned generically as the function plans them, through the same steps
+        (SEARCH_STEPS mirrors the function's), and checked to end with the same
+        candidates as the function itself."""
         with (
             psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
             owner.transaction(force_rollback=True),
         ):
             owner.execute(_SET_REQUEST, request_settings(self.reader, 60_000))
             owner.execute("SET LOCAL search_path = memory, pg_temp")
+            owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             # Once unexplained: a new session loads the text-search dictionaries and
             # catalog caches, which a warm server process already holds.
-            owner.execute(query("search_candidates"), params).fetchall()
-            started = time.perf_counter()
-            row = owner.execute(
-                "SELECT t::text, search_probe(t, %s)::text FROM search_terms(%s, %s, %s) AS t",
-                (params["window"], params["query"], params["owners"], params["kinds"]),
+            expected = owner.execute(query("search_candidates"), params).fetchall()
+            cells = owner.execute(
+                "SELECT * FROM search_cells(%s, %s, %s)",
+                (params["query"], params["owners"], params["kinds"]),
             ).fetchone()
-            probe_ms = (time.perf_counter() - started) * 1000
-            assert row is not None
-            terms, probe = row
-            if probe is None:
-                return "search_terms() returned NULL: nothing can match"
-            count = owner.execute(
-                "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM (SELECT FROM "
-                "search_documents AS d WHERE d.document @@ %s::tsquery LIMIT %s) AS s",
-                (probe, params["window"]),
-            ).fetchall()
-            window = owner.execute(
-                "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM search_window("
-                "%s::tsquery, %s::tsquery, %s, %s, %s, %s)",
-                (
-                    probe,
-                    terms,
-                    params["owners"],
-                    params["kinds"],
-                    params["window"],
-                    params["limit"],
-                ),
-            ).fetchall()
-        buckets = re.findall(r" ([db]:\d+)'", probe)
-        stage = " | ".join(buckets) or "none (all time)"
-        lines = [
-            f"search_terms() + search_probe(): {probe_ms:.2f} ms",
-            f"terms: {terms}",
-            f"recency buckets the probe added: {stage}",
-            "count at the chosen stage:",
-            *(str(r[0]) for r in count),
-            "search_window():",
-            *(str(r[0]) for r in window),
-        ]
+            assert cells is not None
+            owners, kinds, contexts, queries, terms = cells
+            if terms is None:
+                return "search_cells() returned no terms: nothing can match"
+            owner.execute(f"PREPARE step(tsquery, uuid[], text[], integer, boolean) AS {_STEP}")
+            owner.execute(
+                "PREPARE rank(tid[], uuid[], text[], text[], tsquery[], integer) AS " + _RANK
+            )
+            lines = [f"cells: {len(queries)}; their terms ORed: {terms}"]
+            window_tids: list[Any] = []
+            for stage, newest in SEARCH_STEPS:
+                probe = owner.execute(
+                    "SELECT CASE WHEN %(stage)s::integer IS NULL THEN %(terms)s::tsquery "
+                    "ELSE %(terms)s::tsquery && recency_query(setting_uuid('app.workspace_id'), "
+                    "%(stage)s, search_day(now())) END::text",
+                    {"stage": stage, "terms": terms},
+                ).fetchone()
+                assert probe is not None
+                step = (probe[0], params["owners"], params["kinds"], params["window"], newest)
+                row = owner.execute(_execute("step", step)).fetchone()
+                assert row is not None
+                window_tids = row[0]
+                label = "all time" if stage is None else f"stage {stage}"
+                lines.append(
+                    f"step: {label}, {'newest' if newest else 'any'} {params['window']}: "
+                    f"{len(window_tids)} matches"
+                )
+                lines += _plan(owner, "step", step)
+                if (len(window_tids) >= params["window"]) == newest:
+                    break
+            ranking = (window_tids, owners, kinds, contexts, queries, params["limit"])
+            got = owner.execute(_execute("rank", ranking)).fetchall()
+            assert [r[0] for r in got] == [r[0] for r in expected], (
+                "replay differs from the function"
+            )
+            lines.append(f"ranking the window ({len(window_tids)} rows):")
+            lines += _plan(owner, "rank", ranking)
         return "\n".join(lines)
 
     def prepared_statements(self) -> list[dict[str, Any]]:
@@ -696,6 +701,50 @@ class Bench:
 
 
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)s")
+
+# The steps memory.search_candidates() takes (migration 0009): (recency stage or None
+# for all time, whether it wants the newest matches or any). It stops at a "newest"
+# step that fills the window, or at the "any" step when there are fewer matches.
+SEARCH_STEPS: list[tuple[int | None, bool]] = [
+    (0, True),
+    (1, True),
+    (None, False),
+    (2, True),
+    (3, True),
+    (4, True),
+    (None, True),
+]
+# Its two statements, as it runs them.
+_STEP = """
+SELECT coalesce(array_agg(m.ctid), '{}')
+FROM (SELECT d.ctid FROM search_documents AS d
+      WHERE d.document @@ $1 AND can_see(d.workspace_id, d.owner_id, d.context_key)
+        AND d.owner_id = ANY ($2) AND d.kind = ANY ($3)
+      ORDER BY CASE WHEN $5 THEN d.updated_at END DESC
+      LIMIT $4) AS m
+"""
+_RANK = """
+SELECT d.memory_id, ts_rank_cd(d.document, c.query)
+FROM search_documents AS d
+JOIN unnest($2, $3, $4, $5) AS c (owner_id, kind, context_key, query)
+  ON c.owner_id = d.owner_id AND c.kind = d.kind AND c.context_key = d.context_key
+WHERE d.ctid = ANY ($1)
+ORDER BY 2 DESC, 1
+LIMIT $6
+"""
+
+
+def _execute(name: str, args: tuple[Any, ...], *, explain: bool = False) -> sql.Composed:
+    """EXECUTE of a prepared statement with its arguments as literals (EXECUTE takes
+    no bind parameters)."""
+    head = "EXPLAIN (ANALYZE, BUFFERS) EXECUTE" if explain else "EXECUTE"
+    literals = sql.SQL(", ").join(sql.Literal(a) for a in args)
+    return sql.SQL("{} {}({})").format(sql.SQL(head), sql.Identifier(name), literals)
+
+
+def _plan(conn: psycopg.Connection[Any], name: str, args: tuple[Any, ...]) -> list[str]:
+    rows = conn.execute(_execute(name, args, explain=True)).fetchall()
+    return ["    " + str(r[0]) for r in rows]
 
 
 def _explain(conn: psycopg.Connection[Any], statement: bytes, params: dict[str, Any]) -> str:

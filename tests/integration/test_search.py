@@ -228,3 +228,43 @@ def test_the_ranked_window_is_the_newest_visible_matches_at_any_age(world, clust
                 ("pangolin", caller.visible_owners(), ["notes"], window, 100),
             ).fetchall()
         assert {str(r["memory_id"]) for r in rows} == set(visible[:window]), window
+
+
+@pytest.mark.parametrize(
+    "query", ["heron", "heron marsh", '"grey heron"', "heron -marsh", "heron or egret"]
+)
+def test_scores_are_the_plain_documents_scores_in_every_cell(world, cluster, query: str) -> None:  # type: ignore[no-untyped-def]
+    """Scoping lexemes by cell must not change ranking: each candidate's score is
+    ts_rank_cd of the record's own unscoped document against the plain query, whichever
+    of the caller's cells (personal or shared, kind, context) the record lives in."""
+    ws = world.workspace()
+    alice = ws.person("alice")
+    root, channel = ws.agent(alice), ws.agent(alice, "channel:marsh")
+    texts = [
+        "# Grey heron\nthe grey heron waits in the marsh",
+        "a heron, an egret and a heron again",
+        "# Egret\nno herons here, only an egret by the marsh",
+        "heron heron heron in the reeds",
+        "the marsh at dawn; later a grey heron",
+    ]
+    for i, text in enumerate(texts):
+        for agent, ns, kind in ((root, "workspace", "notes"), (root, "me", "memories")):
+            agent.write(uri=f"memory://{ns}/{kind}/r{i}.md", content=text, expected_revision=0)
+        channel.write(uri=f"memory://workspace/notes/c{i}.md", content=text, expected_revision=0)
+    caller = channel.caller
+    with channel.store.db.transaction(caller, Deadline(), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT memory_id, score FROM memory.search_candidates(%s, %s, %s, %s, %s)",
+            (query, caller.visible_owners(), ["memories", "notes"], 500, 100),
+        ).fetchall()
+    assert rows, query
+    with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+        plain = dict(
+            admin.execute(
+                "SELECT id, ts_rank_cd(search_vector, websearch_to_tsquery('english', %s)) "
+                "FROM memory.memories WHERE id = ANY (%s)",
+                (query, [r["memory_id"] for r in rows]),
+            ).fetchall()
+        )
+    assert {r["memory_id"]: r["score"] for r in rows} == plain
+    assert [r["score"] for r in rows] == sorted(plain.values(), reverse=True)

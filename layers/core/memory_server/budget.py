@@ -132,6 +132,9 @@ def fit_list_items(
     limit: int = RESPONSE_MAX_BYTES,
 ) -> int:
     """How many leading ``items`` fit the response budget (at least one if any fit)."""
+    # Most pages fit whole: one serialization instead of a bisection's five or six.
+    if sizer(make_result(list(items))) <= limit:
+        return len(items)
     low, high = 0, len(items)
     while low < high:
         mid = (low + high + 1) // 2
