@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .errors import invalid
@@ -78,10 +78,32 @@ def jsonrpc_tool_result_size(result: dict[str, Any]) -> int:
     return len(json.dumps(envelope, ensure_ascii=True, separators=(",", ":")).encode())
 
 
-@dataclass(slots=True)
-class Fitted:
-    hits: list[dict[str, Any]]
-    truncated: bool
+def largest_fitting(low: int, high: int, size_of: Callable[[int], int], limit: int) -> int | None:
+    """The largest ``n`` in ``[low, high]`` with ``size_of(n) <= limit``, for a size that
+    grows with ``n``; ``None`` when even ``low`` does not fit.
+
+    Interpolation, not plain bisection: a response's size grows nearly linearly with
+    the bytes or items it holds, so each guess lands at or next to the answer, and a
+    search that must shrink 8 excerpts serializes its response 3-4 times instead of
+    9-10 (each time about 0.1 ms).
+    """
+    size_low = size_of(low)
+    if size_low > limit:
+        return None
+    size_high = size_of(high)
+    if size_high <= limit:
+        return high
+    while low < high:
+        # size_low <= limit < size_high: guess where the limit falls, strictly above low
+        # and at most high, so every step narrows the range.
+        guess = low + (limit - size_low) * (high - low) // max(size_high - size_low, 1)
+        guess = min(max(guess, low + 1), high)
+        size = size_of(guess)
+        if size <= limit:
+            low, size_low = guess, size
+        else:
+            high, size_high = guess - 1, size
+    return low
 
 
 def fit_search_hits(
@@ -95,8 +117,8 @@ def fit_search_hits(
 
     Excerpts are first cut to ``SEARCH_EXCERPT_BYTES`` (the per-excerpt rule, not a
     truncation). If the response is still too big, all excerpts shrink to one common
-    byte cap, found by bisection; below ``MIN_EXCERPT_BYTES`` the lowest-ranked hit is
-    dropped instead. ``truncated`` is set whenever either happened.
+    byte cap, the largest that fits; below ``MIN_EXCERPT_BYTES`` the lowest-ranked hit
+    is dropped instead. ``truncated`` is set whenever either happened.
     """
     base = [utf8_prefix(e, SEARCH_EXCERPT_BYTES)[0] for e in excerpts]
     count = min(len(hits), SEARCH_MAX_HITS)
@@ -108,16 +130,15 @@ def fit_search_hits(
     result = build(count, SEARCH_EXCERPT_BYTES, count < len(hits))
     if sizer(result) <= limit:
         return result
+
+    def shrunk_size(n: int, cap: int) -> int:
+        return sizer(build(n, cap, True))
+
     while count > 0:
-        low, high = MIN_EXCERPT_BYTES, SEARCH_EXCERPT_BYTES
-        if sizer(build(count, low, True)) <= limit:
-            while low < high:  # largest cap that fits
-                mid = (low + high + 1) // 2
-                if sizer(build(count, mid, True)) <= limit:
-                    low = mid
-                else:
-                    high = mid - 1
-            return build(count, low, True)
+        sized = partial(shrunk_size, count)
+        cap = largest_fitting(MIN_EXCERPT_BYTES, SEARCH_EXCERPT_BYTES, sized, limit)
+        if cap is not None:
+            return build(count, cap, True)
         count -= 1
     result = build(0, 0, True)
     if sizer(result) > limit:
@@ -132,14 +153,7 @@ def fit_list_items(
     limit: int = RESPONSE_MAX_BYTES,
 ) -> int:
     """How many leading ``items`` fit the response budget (at least one if any fit)."""
-    # Most pages fit whole: one serialization instead of a bisection's five or six.
-    if sizer(make_result(list(items))) <= limit:
-        return len(items)
-    low, high = 0, len(items)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sizer(make_result(list(items[:mid]))) <= limit:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    if not items:
+        return 0
+    fitting = largest_fitting(1, len(items), lambda n: sizer(make_result(list(items[:n]))), limit)
+    return fitting or 0
