@@ -49,7 +49,7 @@ from memory_server.models import parse_args as tool_args
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
 from memory_server.operations.memory_search import CANDIDATES, RANK_WINDOW
 from memory_server.ranking import Candidate, DeterministicRanker
-from memory_server.records import change, derive_title, resolve, view
+from memory_server.records import change, derive_title, resolve, resolve_statement, view
 from memory_server.sql_files import query
 from memory_server.store import Store, resolve_caller
 from psycopg import sql
@@ -313,10 +313,9 @@ class Bench:
 
         def sql_rls(i: int) -> object:
             address = parse_record_address(targets[pick_sql[i]]["uri"])
-            with self.rls(caller) as conn:
-                row = resolve(conn, caller, address)
-            assert row is not None
-            return row
+            rows = self.db.read_once(caller, _deadline(), *resolve_statement(caller, address))
+            assert rows
+            return rows
 
         def floor_read(target: dict[str, Any]) -> object:
             params = {
@@ -474,8 +473,7 @@ class Bench:
             return memory_list(self.store, caller, tool_args(ListArgs, {}), _deadline())
 
         def sql_rls(_: int) -> object:
-            with self.rls(caller) as conn:
-                return conn.execute(query("list_page"), params).fetchall()
+            return self.db.read_once(caller, _deadline(), query("list_page"), params)
 
         def floor(_: int) -> object:
             return self.admin.execute(FLOOR_LIST, {**params, "limit": LIST_LIMIT + 1}).fetchall()

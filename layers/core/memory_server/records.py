@@ -118,6 +118,24 @@ def summary(caller: Caller, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def resolve_statement(
+    caller: Caller, address: RecordAddress | IdAddress, *, contexts: list[str] | None = None
+) -> tuple[bytes, dict[str, Any]]:
+    """The statement and parameters that find the visible record an address names:
+    by id, or nearest by path from the context."""
+    params = view(caller)
+    if isinstance(address, IdAddress):
+        params["id"] = address.id
+        return query("record_by_id"), params
+    params.update(
+        owner_id=caller.owner_for(address.namespace),
+        kind=address.kind,
+        path=address.path,
+        contexts=contexts if contexts is not None else list(caller.context.ancestors),
+    )
+    return query("resolve_address"), params
+
+
 def resolve(
     conn: Connection,
     caller: Caller,
@@ -125,18 +143,9 @@ def resolve(
     *,
     contexts: list[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The visible record an address names: by id, or nearest by path from the context."""
-    params = view(caller)
-    if isinstance(address, IdAddress):
-        params["id"] = address.id
-        return conn.execute(query("record_by_id"), params).fetchone()
-    params.update(
-        owner_id=caller.owner_for(address.namespace),
-        kind=address.kind,
-        path=address.path,
-        contexts=contexts if contexts is not None else list(caller.context.ancestors),
-    )
-    return conn.execute(query("resolve_address"), params).fetchone()
+    """The visible record an address names, inside a request transaction."""
+    statement, params = resolve_statement(caller, address, contexts=contexts)
+    return conn.execute(statement, params).fetchone()
 
 
 def conflict_or_gone(conn: Connection, caller: Caller, record_id: uuid.UUID) -> ToolError:

@@ -47,8 +47,7 @@ def memory_list(
         "after_id": after[3],
         "limit": args.limit + 1,
     }
-    with store.db.transaction(caller, deadline or Deadline(), read_only=True) as conn:
-        rows = conn.execute(query("list_page"), params).fetchall()
+    rows = store.db.read_once(caller, deadline or Deadline(), query("list_page"), params)
 
     items = [summary(caller, row) for row in rows[: args.limit]]
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import RevisionAddress, parse_address
+from ..addresses import Address, RevisionAddress, parse_address
 from ..budget import utf8_window
 from ..caller import Caller, Deadline
 from ..db import Connection
 from ..errors import not_found
 from ..models import ReadArgs
-from ..records import TRUST, iso, resolve, uri_of, view
+from ..records import TRUST, iso, resolve_statement, uri_of, view
 from ..sql_files import query
 from ..store import Store
 
@@ -21,15 +21,14 @@ def memory_read(
     store: Store, caller: Caller, args: ReadArgs, deadline: Deadline | None = None
 ) -> dict[str, Any]:
     address = parse_address(args.uri)
-    with store.db.transaction(caller, deadline or Deadline(), read_only=True) as conn:
-        if isinstance(address, RevisionAddress):
-            row = _revision(conn, caller, address)
-        else:
-            found = resolve(conn, caller, address)
-            if found is None:
-                raise not_found()
-            row = found
-        history = _history(conn, caller, row) if args.history else None
+    deadline = deadline or Deadline()
+    history = None
+    if args.history:
+        with store.db.transaction(caller, deadline, read_only=True) as conn:
+            row = _one(conn.execute(*_statement(caller, address)).fetchall(), address)
+            history = _history(conn, caller, row)
+    else:  # one statement: one round trip
+        row = _one(store.db.read_once(caller, deadline, *_statement(caller, address)), address)
 
     content, next_offset = utf8_window(row["body"], args.offset, args.max_bytes)
     result: dict[str, Any] = {
@@ -59,8 +58,8 @@ def read_revision(
     store: Store, caller: Caller, address: RevisionAddress, deadline: Deadline | None = None
 ) -> dict[str, Any]:
     """An immutable revision's full content (for revision resources)."""
-    with store.db.transaction(caller, deadline or Deadline(), read_only=True) as conn:
-        row = _revision(conn, caller, address)
+    statement = _statement(caller, address)
+    row = _one(store.db.read_once(caller, deadline or Deadline(), *statement), address)
     return {
         "uri": address.uri,
         "id": str(row["id"]),
@@ -70,19 +69,27 @@ def read_revision(
     }
 
 
-def _revision(conn: Connection, caller: Caller, address: RevisionAddress) -> dict[str, Any]:
-    row = conn.execute(
-        query("read_revision"), {**view(caller), "id": address.id, "revision": address.revision}
-    ).fetchone()
-    if row is None:
+def _statement(caller: Caller, address: Address) -> tuple[bytes, dict[str, Any]]:
+    if isinstance(address, RevisionAddress):
+        params = {**view(caller), "id": address.id, "revision": address.revision}
+        return query("read_revision"), params
+    return resolve_statement(caller, address)
+
+
+def _one(rows: list[dict[str, Any]], address: Address) -> dict[str, Any]:
+    """The record (or revision) read, or not_found."""
+    if not rows:
         raise not_found()
-    # A revision's provenance is its own writer and time.
-    return {
-        **row,
-        "created_by": row["writer"],
-        "updated_by": row["writer"],
-        "updated_at": row["created_at"],
-    }
+    row = rows[0]
+    if isinstance(address, RevisionAddress):
+        # A revision's provenance is its own writer and time.
+        return {
+            **row,
+            "created_by": row["writer"],
+            "updated_by": row["writer"],
+            "updated_at": row["created_at"],
+        }
+    return row
 
 
 def _history(conn: Connection, caller: Caller, row: dict[str, Any]) -> list[dict[str, Any]]:
