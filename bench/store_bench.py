@@ -514,12 +514,16 @@ class Bench:
             with self.rls(caller):
                 return None
 
+        def one_trip(_: int) -> object:
+            return self.db.read_once(caller, _deadline(), b"SELECT 1", {})
+
         def round_trip(_: int) -> object:
             return self.admin.execute("SELECT 1").fetchone()
 
         print("baseline:", file=sys.stderr)
         calls = {
             "transaction_preamble": ("pool + BEGIN + set_config + COMMIT", preamble),
+            "read_once_select_1": ("read_once(SELECT 1): one round trip", one_trip),
             "floor_round_trip": ("SELECT 1 (superuser)", round_trip),
         }
         return measure_together(calls, self.timing)
