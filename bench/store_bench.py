@@ -313,7 +313,7 @@ class Bench:
 
         def sql_rls(i: int) -> object:
             address = parse_record_address(targets[pick_sql[i]]["uri"])
-            rows = self.db.read_once(caller, _deadline(), *resolve_statement(caller, address))
+            rows = self.db.read(caller, _deadline(), *resolve_statement(caller, address))
             assert rows
             return rows
 
@@ -419,17 +419,26 @@ class Bench:
             "limit": CANDIDATES,
         }
 
-    def search_sql(self, conn: Connection, caller: Caller, term: str) -> list[dict[str, Any]]:
-        """Both phases of memory_search, as SQL: candidates, ranking, hydration."""
+    def search_sql(self, caller: Caller, term: str) -> list[dict[str, Any]]:
+        """Both phases of memory_search, as SQL, sent as memory_search sends them:
+        candidates, ranking, then hydration with the commit."""
         params = self.search_params(caller, term)
-        rows = conn.execute(query("search_candidates"), params).fetchall()
-        offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
-        ranked = DeterministicRanker().rank(term, offered, 8)
-        if not ranked:
-            return []
-        return conn.execute(
-            query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
-        ).fetchall()
+
+        def hydration(rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]] | None:
+            offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
+            ranked = DeterministicRanker().rank(term, offered, 8)
+            if not ranked:
+                return None
+            return query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+
+        return self.db.read(
+            caller,
+            _deadline(),
+            query("search_candidates"),
+            params,
+            then=hydration,
+            isolation="repeatable read",
+        )
 
     def bench_search(self, name: str, term: str) -> dict[str, dict[str, float]]:
         caller = self.reader
@@ -439,8 +448,7 @@ class Bench:
             return memory_search(self.store, caller, args, _deadline())
 
         def sql_rls(_: int) -> object:
-            with self.rls(caller, search=True) as conn:
-                return self.search_sql(conn, caller, term)
+            return self.search_sql(caller, term)
 
         def floor(_: int) -> object:
             params = {"query": term, "workspace_id": caller.workspace_id}
@@ -473,7 +481,7 @@ class Bench:
             return memory_list(self.store, caller, tool_args(ListArgs, {}), _deadline())
 
         def sql_rls(_: int) -> object:
-            return self.db.read_once(caller, _deadline(), query("list_page"), params)
+            return self.db.read(caller, _deadline(), query("list_page"), params)
 
         def floor(_: int) -> object:
             return self.admin.execute(FLOOR_LIST, {**params, "limit": LIST_LIMIT + 1}).fetchall()
@@ -515,7 +523,7 @@ class Bench:
                 return None
 
         def one_trip(_: int) -> object:
-            return self.db.read_once(caller, _deadline(), b"SELECT 1", {})
+            return self.db.read(caller, _deadline(), b"SELECT 1", {})
 
         def round_trip(_: int) -> object:
             return self.admin.execute("SELECT 1").fetchone()
@@ -523,7 +531,7 @@ class Bench:
         print("baseline:", file=sys.stderr)
         calls = {
             "transaction_preamble": ("pool + BEGIN + set_config + COMMIT", preamble),
-            "read_once_select_1": ("read_once(SELECT 1): one round trip", one_trip),
+            "read_select_1": ("read(SELECT 1): one round trip", one_trip),
             "floor_round_trip": ("SELECT 1 (superuser)", round_trip),
         }
         return measure_together(calls, self.timing)
@@ -583,8 +591,8 @@ class Bench:
         caller = self.reader
         plans: dict[str, str] = {}
         common = self.search_params(caller, COMMON_TERM)
+        ids = [row["id"] for row in self.search_sql(caller, COMMON_TERM)]
         with self.rls(caller, search=True) as conn:
-            ids = [row["id"] for row in self.search_sql(conn, caller, COMMON_TERM)]
             plans["search_candidates() call, runtime role (common term)"] = _explain(
                 conn, query("search_candidates"), common
             )

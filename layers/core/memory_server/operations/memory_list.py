@@ -47,7 +47,7 @@ def memory_list(
         "after_id": after[3],
         "limit": args.limit + 1,
     }
-    rows = store.db.read_once(caller, deadline or Deadline(), query("list_page"), params)
+    rows = store.db.read(caller, deadline or Deadline(), query("list_page"), params)
 
     items = [summary(caller, row) for row in rows[: args.limit]]
 

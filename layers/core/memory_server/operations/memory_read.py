@@ -28,7 +28,7 @@ def memory_read(
             row = _one(conn.execute(*_statement(caller, address)).fetchall(), address)
             history = _history(conn, caller, row)
     else:  # one statement: one round trip
-        row = _one(store.db.read_once(caller, deadline, *_statement(caller, address)), address)
+        row = _one(store.db.read(caller, deadline, *_statement(caller, address)), address)
 
     content, next_offset = utf8_window(row["body"], args.offset, args.max_bytes)
     result: dict[str, Any] = {
@@ -59,7 +59,7 @@ def read_revision(
 ) -> dict[str, Any]:
     """An immutable revision's full content (for revision resources)."""
     statement = _statement(caller, address)
-    row = _one(store.db.read_once(caller, deadline or Deadline(), *statement), address)
+    row = _one(store.db.read(caller, deadline or Deadline(), *statement), address)
     return {
         "uri": address.uri,
         "id": str(row["id"]),

@@ -48,19 +48,26 @@ def memory_search(
         "window": RANK_WINDOW,
         "limit": CANDIDATES,
     }
-    # One snapshot for both phases, so a concurrent delete cannot trip the assertion.
-    with store.db.transaction(
-        caller, deadline or Deadline(), read_only=True, isolation="repeatable read"
-    ) as conn:
-        rows = conn.execute(query("search_candidates"), params).fetchall()
+    ranked: list[Candidate] = []
+
+    def hydration(rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]] | None:
         offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
-        ranked = store.ranker.rank(args.query, offered, limit)[:limit]
-        hits = {}
-        if ranked:
-            hydrated = conn.execute(
-                query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
-            ).fetchall()
-            hits = {row["id"]: row for row in hydrated}
+        ranked.extend(store.ranker.rank(args.query, offered, limit)[:limit])
+        if not ranked:
+            return None
+        return query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+
+    # One snapshot for both phases, so a concurrent delete cannot trip the assertion;
+    # the ranker runs between them, and the hydration travels with the commit.
+    hydrated = store.db.read(
+        caller,
+        deadline or Deadline(),
+        query("search_candidates"),
+        params,
+        then=hydration,
+        isolation="repeatable read",
+    )
+    hits = {row["id"]: row for row in hydrated}
 
     try:
         assert_in_view(caller, ranked, hits)
