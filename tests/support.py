@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,3 +158,25 @@ def running_dev_stack(cluster: Any, root: Path, name: str) -> Iterator[DevStack]
         dev.stop()
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextmanager
+def table_locked(owner_url: str, table: str) -> Iterator[None]:
+    """``table`` held in ACCESS EXCLUSIVE mode by another connection for the block, so
+    any statement that touches it waits (and meets its statement timeout)."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with psycopg.connect(owner_url) as conn:
+            conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10), f"could not lock {table}"
+        yield
+    finally:
+        release.set()
+        holder.join()

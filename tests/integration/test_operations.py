@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import threading
-
 import psycopg
 import pytest
 from memory_server.caller import Deadline
 from memory_server.errors import ToolError
 from memory_server.models import ListArgs, ReadArgs
 from memory_server.operations import memory_list, memory_read
+
+from tests.support import table_locked
 
 
 def error_of(call, **kwargs) -> ToolError:  # type: ignore[no-untyped-def]
@@ -275,18 +275,7 @@ def test_one_round_trip_reads_fail_loudly_and_leave_the_connection_clean(world, 
     ws = world.workspace()
     agent = ws.agent(ws.person("alice"))
     written = agent.write(uri="memory://workspace/notes/a.md", content="x", expected_revision=0)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_lock() -> None:
-        with psycopg.connect(cluster.owner_url) as conn:
-            conn.execute("LOCK TABLE memory.memories IN ACCESS EXCLUSIVE MODE")
-            locked.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold_lock)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with table_locked(cluster.owner_url, "memory.memories"):
         calls = [
             lambda: memory_read(
                 agent.store, agent.caller, ReadArgs(uri=written["uri"]), Deadline.after(0.3)
@@ -297,9 +286,6 @@ def test_one_round_trip_reads_fail_loudly_and_leave_the_connection_clean(world, 
             with pytest.raises(ToolError) as caught:
                 call()
             assert caught.value.code == "timeout"
-    finally:
-        release.set()
-        holder.join()
     with agent.store.db.pool.connection() as conn:
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert agent.read(uri=written["uri"])["revision"] == 1

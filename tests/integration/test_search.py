@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import psycopg
 import pytest
@@ -14,6 +13,8 @@ from memory_server.models import SearchArgs
 from memory_server.operations import memory_search
 from memory_server.ranking import Candidate, DeterministicRanker
 from memory_server.store import Store
+
+from tests.support import table_locked
 
 
 def test_title_matches_rank_above_body_matches(world) -> None:  # type: ignore[no-untyped-def]
@@ -88,26 +89,12 @@ def test_a_statement_timeout_is_an_error_not_an_empty_result(world, cluster) -> 
     ws = world.workspace()
     agent = ws.agent(ws.person("alice"))
     agent.write(uri="memory://workspace/notes/a.md", content="the narwhal", expected_revision=0)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_lock() -> None:
-        with psycopg.connect(cluster.owner_url) as conn:
-            conn.execute("LOCK TABLE memory.search_documents IN ACCESS EXCLUSIVE MODE")
-            locked.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold_lock)
-    holder.start()
-    try:
-        locked.wait(10)
+    with table_locked(cluster.owner_url, "memory.search_documents"):
         with pytest.raises(ToolError) as caught:
             memory_search(
                 agent.store, agent.caller, SearchArgs(query="narwhal"), Deadline.after(0.3)
             )
         assert caught.value.code == "timeout"
-    finally:
-        release.set()
-        holder.join()
     assert len(agent.search(query="narwhal")["hits"]) == 1
     with pytest.raises(ToolError) as caught:
         memory_search(agent.store, agent.caller, SearchArgs(query="narwhal"), Deadline.after(-1))

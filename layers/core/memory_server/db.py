@@ -7,9 +7,10 @@ those settings; the application's own queries pass the same values as parameters
 
 Round trips are the fixed cost of every request (measured in docs/performance.md),
 so a request transaction runs in psycopg's pipeline mode: ``BEGIN``, the settings
-and the first statement travel together, and ``COMMIT`` goes with nothing to wait
-for but its own answer. A pooled connection is checked on checkout without a round
-trip unless it has been idle for a while or the server has sent something.
+and the first statement travel together; a read-only request (``Database.read``)
+sends ``COMMIT`` with its last statement, a write (``Database.transaction``) after
+it. A pooled connection is checked on checkout without a round trip unless it has
+been idle for a while or the server has sent something.
 """
 
 from __future__ import annotations
@@ -217,15 +218,13 @@ class Database:
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
                 self._begin(conn, caller, timeout_ms, True, isolation)
-                cursor = conn.execute(statement, params)
+                first = conn.execute(statement, params)
+                cursor: psycopg.Cursor[dict[str, Any]] | None = first
                 if then is not None:
-                    second = then(cursor.fetchall())
-                    if second is None:
-                        conn.execute(b"COMMIT")
-                        return []
-                    cursor = conn.execute(*second)
+                    second = then(first.fetchall())
+                    cursor = conn.execute(*second) if second is not None else None
                 conn.execute(b"COMMIT")
-            return cursor.fetchall()
+            return cursor.fetchall() if cursor is not None else []
 
     @contextmanager
     def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:
