@@ -47,7 +47,7 @@ from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
 from memory_server.models import parse_args as tool_args
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
-from memory_server.operations.memory_search import CANDIDATES, RANK_WINDOW
+from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
 from memory_server.ranking import Candidate, DeterministicRanker
 from memory_server.records import change, derive_title, resolve, resolve_statement, view
 from memory_server.sql_files import query
@@ -416,7 +416,7 @@ class Bench:
             "query": term,
             "kinds": SEARCH_KINDS,
             "window": RANK_WINDOW,
-            "limit": CANDIDATES,
+            "limit": RANK_CANDIDATES,
         }
 
     def search_sql(self, caller: Caller, term: str) -> list[dict[str, Any]]:
@@ -443,7 +443,7 @@ class Bench:
     def bench_search(self, name: str, term: str) -> dict[str, dict[str, float]]:
         caller = self.reader
 
-        def search(_: int) -> dict[str, Any]:
+        def search(_: int) -> object:
             args = tool_args(SearchArgs, {"query": term})
             return memory_search(self.store, caller, args, _deadline())
 

@@ -14,28 +14,10 @@ from typing import Any
 import psycopg
 from memory_local.dev import DevStack
 from memory_server import operator
-from memory_server.caller import Caller
+from memory_server.caller import Caller, Deadline
 from memory_server.contexts import parse_context
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.models import (
-    DeleteArgs,
-    ListArgs,
-    MoveArgs,
-    ReadArgs,
-    RememberArgs,
-    SearchArgs,
-    WriteArgs,
-    parse_args,
-)
-from memory_server.operations import (
-    memory_delete,
-    memory_list,
-    memory_move,
-    memory_read,
-    memory_remember,
-    memory_search,
-    memory_write,
-)
+from memory_server.protocol.tools import ToolTable
 from memory_server.store import Store, resolve_caller
 
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -108,31 +90,35 @@ class World:
 
 @dataclass
 class Agent:
-    """Calls the operations the way the MCP tools will: raw arguments in, dict out."""
+    """Calls the tools the way an MCP client does, through the tool table: raw
+    arguments in, the structured result out; a tool error is raised as ``ToolError``."""
 
     store: Store
     caller: Caller
 
+    def _run(self, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+        return ToolTable(self.store).run(tool, self.caller, raw, Deadline())
+
     def list(self, **raw: Any) -> dict[str, Any]:
-        return memory_list(self.store, self.caller, parse_args(ListArgs, raw))
+        return self._run("memory_list", raw)
 
     def read(self, **raw: Any) -> dict[str, Any]:
-        return memory_read(self.store, self.caller, parse_args(ReadArgs, raw))
+        return self._run("memory_read", raw)
 
     def search(self, **raw: Any) -> dict[str, Any]:
-        return memory_search(self.store, self.caller, parse_args(SearchArgs, raw))
+        return self._run("memory_search", raw)
 
     def write(self, **raw: Any) -> dict[str, Any]:
-        return memory_write(self.store, self.caller, parse_args(WriteArgs, raw))
+        return self._run("memory_write", raw)
 
     def delete(self, **raw: Any) -> dict[str, Any]:
-        return memory_delete(self.store, self.caller, parse_args(DeleteArgs, raw))
+        return self._run("memory_delete", raw)
 
     def remember(self, **raw: Any) -> dict[str, Any]:
-        return memory_remember(self.store, self.caller, parse_args(RememberArgs, raw))
+        return self._run("memory_remember", raw)
 
     def move(self, **raw: Any) -> dict[str, Any]:
-        return memory_move(self.store, self.caller, parse_args(MoveArgs, raw))
+        return self._run("memory_move", raw)
 
 
 @contextmanager

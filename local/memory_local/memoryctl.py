@@ -33,8 +33,8 @@ import httpx2
 import psycopg
 import typer
 from memory_server.admin import operators, transfer
-from memory_server.admin.errors import AdminError
 from memory_server.admin.identity import CognitoDirectory, Directory
+from memory_server.errors import AdminError
 from memory_server.grants import ALL_GRANTS
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

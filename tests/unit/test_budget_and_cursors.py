@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_server.budget import (
-    fit_search_hits,
+    ConservativeSizer,
+    fit_list,
+    fit_search,
     jsonrpc_tool_result_size,
     largest_fitting,
     utf8_prefix,
@@ -15,6 +17,7 @@ from memory_server.budget import (
 from memory_server.cursors import CURSOR_TTL_S, decode_cursor, encode_cursor
 from memory_server.errors import ToolError
 from memory_server.grants import effective_grants
+from memory_server.results import Hit, ListPage, SearchResult
 
 
 @given(st.text(), st.integers(min_value=0, max_value=300))
@@ -44,45 +47,94 @@ def test_windows_reassemble_the_text(text: str, size: int) -> None:
     assert "".join(pieces) == text
 
 
-def test_fit_search_hits_shrinks_then_drops() -> None:
-    hits = [{"uri": f"memory://workspace/notes/{i}.md", "title": "t" * 200} for i in range(8)]
-    excerpts = ["🙂" * 200] * 8
-    result = fit_search_hits(
-        hits, excerpts, lambda h, t: {"hits": h, "truncated": t}, jsonrpc_tool_result_size
+class CountingSizer(ConservativeSizer):
+    """The conservative sizer, counting whole-response serializations."""
+
+    def __init__(self) -> None:
+        self.whole = 0
+
+    def size(self, structured: dict) -> int:  # type: ignore[type-arg]
+        self.whole += 1
+        return super().size(structured)
+
+
+def _found(excerpts: list[str], title: str = "t" * 200) -> SearchResult:
+    return SearchResult(
+        [
+            Hit({"uri": f"memory://workspace/notes/{i}.md", "title": title}, excerpt)
+            for i, excerpt in enumerate(excerpts)
+        ]
     )
+
+
+def test_fit_search_shrinks_then_drops() -> None:
+    result = fit_search(_found(["🙂" * 200] * 8), ConservativeSizer())
     assert jsonrpc_tool_result_size(result) <= 8192 and result["truncated"] is True
     assert all(len(h["excerpt"].encode()) <= 500 for h in result["hits"])
-    small = fit_search_hits(
-        hits[:1], ["short"], lambda h, t: {"hits": h, "truncated": t}, jsonrpc_tool_result_size
-    )
+    assert result["trust"] == "recorded-data"
+    small = fit_search(_found(["short"]), ConservativeSizer())
     assert small["truncated"] is False and small["hits"][0]["excerpt"] == "short"
 
 
-def test_shrinking_eight_full_excerpts_serializes_a_few_times() -> None:
-    """The usual truncation (8 hits with 500-byte excerpts) finds its common cap in a
-    handful of serializations, and the cap is the largest that fits."""
-    hits = [
-        {"uri": f"memory://workspace/notes/{i}.md", "title": "deployment notes"} for i in range(8)
-    ]
-    excerpts = ['the deployment pipeline "quoted" ünïcödé ' * 20] * 8
-    sized: list[int] = []
-
-    def sizer(result: dict) -> int:  # type: ignore[type-arg]
-        size = jsonrpc_tool_result_size(result)
-        sized.append(size)
-        return size
-
-    make = lambda h, t: {"hits": h, "truncated": t}  # noqa: E731
-    result = fit_search_hits(hits, excerpts, make, sizer)
+def test_shrinking_eight_full_excerpts_sizes_parts_not_whole_responses() -> None:
+    """The usual truncation (8 hits with 500-byte excerpts) is sized from its parts:
+    the whole response is serialized a few times (the empty result per probe state
+    and the final check), and the common cap is the largest that fits."""
+    excerpt = 'the deployment pipeline "quoted" ünïcödé ' * 20
+    sizer = CountingSizer()
+    result = fit_search(_found([excerpt] * 8, "deployment notes"), sizer)
     assert result["truncated"] is True and len(result["hits"]) == 8
     assert jsonrpc_tool_result_size(result) <= 8192
-    assert len(sized) <= 6, sized
     cap = max(len(h["excerpt"].encode()) for h in result["hits"])
-    longer = [
-        {**h, "excerpt": excerpts[0].encode()[: cap + 4].decode(errors="ignore")}
-        for h in result["hits"]
+    longer = {
+        **result,
+        "hits": [
+            {**h, "excerpt": excerpt.encode()[: cap + 4].decode(errors="ignore")}
+            for h in result["hits"]
+        ],
+    }
+    assert jsonrpc_tool_result_size(longer) > 8192
+
+
+@given(
+    st.lists(st.text(max_size=700), min_size=1, max_size=8),
+    st.text(max_size=60),
+)
+def test_additive_size_equals_the_whole_serialization(excerpts: list[str], title: str) -> None:
+    """Summing the parts gives exactly the bytes of the whole response."""
+    try:
+        for text in [*excerpts, title]:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    sizer = ConservativeSizer()
+    hits = [
+        {"uri": "memory://workspace/notes/a.md", "title": title, "excerpt": e} for e in excerpts
     ]
-    assert jsonrpc_tool_result_size(make(longer, True)) > 8192
+    empty = {"hits": [], "truncated": True, "trust": "recorded-data"}
+    parts = sizer.size(empty) + sum(sizer.fragment(h) for h in hits) + 2 * (len(hits) - 1)
+    assert parts == sizer.size({**empty, "hits": hits})
+
+
+def test_list_sends_what_fits_and_the_cursor_after_it() -> None:
+    items = [{"uri": f"memory://workspace/notes/{'n' * 150}{i}.md"} for i in range(50)]
+    page = ListPage(
+        items=items,
+        positions=[[str(i)] for i in range(50)],
+        more=False,
+        cursor_for=lambda position: f"after-{position[0]}",
+    )
+    result = fit_list(page, ConservativeSizer())
+    sent = len(result["items"])
+    assert 0 < sent < 50 and result["items"] == items[:sent]
+    assert result["next_cursor"] == f"after-{sent - 1}"
+    assert jsonrpc_tool_result_size(result) <= 8192
+    one_more = {**result, "items": items[: sent + 1], "next_cursor": f"after-{sent}"}
+    assert jsonrpc_tool_result_size(one_more) > 8192
+    whole = fit_list(
+        ListPage(items[:3], [["0"], ["1"], ["2"]], False, lambda p: "x"), ConservativeSizer()
+    )
+    assert whole["next_cursor"] is None and len(whole["items"]) == 3
 
 
 def test_effective_grants_are_the_intersection() -> None:

@@ -116,3 +116,15 @@ def sweep(
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
         auditor.execute("SELECT memory.audit_mark_published(%s)", (ids,))
     return len(ids), len(rows) - len(ids)
+
+
+class Publisher:
+    """The one post-commit hook: after a request that changed something (an MCP tool
+    or an admin action) has committed, publish that request's audit rows."""
+
+    def __init__(self, db: Database, sink: EventSink | None) -> None:
+        self.db = db
+        self.sink = sink
+
+    def after_commit(self, caller: Caller) -> None:
+        publish_or_defer(self.db, caller, self.sink)

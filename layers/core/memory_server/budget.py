@@ -1,8 +1,16 @@
-"""Budgets (CONTRACT §6), counted in bytes on what is actually sent.
+"""The one budget formatter (docs/contract.md, "Budgets"), in bytes on what is sent.
 
-Everything here cuts UTF-8 only at character boundaries. The search and list
-formatters shrink a result until the serialized response, measured by a
-``ResponseSizer`` supplied by the protocol layer, fits the byte limit.
+Everything here cuts UTF-8 only at character boundaries. The domain returns whole
+results (:mod:`.results`); the protocol layer hands :func:`fit_search` and
+:func:`fit_list` a :class:`Sizer` built on its exact serializer, and they shrink the
+result until the serialized response fits :data:`~.limits.RESPONSE_MAX_BYTES`.
+
+Sizing is additive, not a re-serialization per probe: a JSON response is the
+encoding of its parts, so its size is the size of the result with an empty list
+plus what each item adds (once in ``structuredContent``, once escaped inside the
+text block) plus one comma between items in each. The fitted response is then
+measured whole once; should it still be over (an encoder that escaped what the
+parts did not), the same search runs again measuring whole responses.
 """
 
 from __future__ import annotations
@@ -10,20 +18,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import invalid
+from .limits import (
+    MIN_EXCERPT_BYTES,
+    RESPONSE_MAX_BYTES,
+    SEARCH_EXCERPT_BYTES,
+    SEARCH_MAX_HITS,
+)
+from .results import TRUST, ListPage, SearchResult
 
-SEARCH_MAX_HITS = 8
-SEARCH_EXCERPT_BYTES = 500
-RESPONSE_MAX_BYTES = 8192
-LIST_MAX_ITEMS = 50
-TITLE_MAX_BYTES = 200
-DEFAULT_DEADLINE_S = 3.0
-# Below this an excerpt carries too little to be worth a hit's slot; drop hits instead.
-MIN_EXCERPT_BYTES = 48
 
-ResponseSizer = Callable[[dict[str, Any]], int]
+class Sizer(Protocol):
+    def size(self, structured: dict[str, Any]) -> int:
+        """Bytes of the whole response carrying ``structured`` as a tool result."""
+        ...
+
+    def fragment(self, value: Any) -> int:
+        """Bytes ``value`` adds to that response as one element of a list in it."""
+        ...
 
 
 def utf8_prefix(text: str, max_bytes: int) -> tuple[str, bool]:
@@ -62,7 +76,8 @@ def jsonrpc_tool_result_size(result: dict[str, Any]) -> int:
 
     Counts ``structuredContent`` plus the same JSON as a text block, ASCII-escaped
     (the costliest encoding either protocol generation uses), with room for a long
-    request id and response metadata. The MCP layer passes its exact serializer.
+    request id and response metadata. For callers without a request (the Python API);
+    the MCP layer sizes with its exact serializer.
     """
     structured = json.dumps(result, ensure_ascii=True, separators=(",", ":"))
     envelope = {
@@ -76,6 +91,17 @@ def jsonrpc_tool_result_size(result: dict[str, Any]) -> int:
         },
     }
     return len(json.dumps(envelope, ensure_ascii=True, separators=(",", ":")).encode())
+
+
+class ConservativeSizer:
+    """:class:`Sizer` for results served outside a JSON-RPC request."""
+
+    def size(self, structured: dict[str, Any]) -> int:
+        return jsonrpc_tool_result_size(structured)
+
+    def fragment(self, value: Any) -> int:
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return len(text) + len(json.dumps(text, ensure_ascii=True)) - 2
 
 
 def largest_fitting(low: int, high: int, size_of: Callable[[int], int], limit: int) -> int | None:
@@ -106,54 +132,85 @@ def largest_fitting(low: int, high: int, size_of: Callable[[int], int], limit: i
     return low
 
 
-def fit_search_hits(
-    hits: Sequence[dict[str, Any]],
-    excerpts: Sequence[str],
-    make_result: Callable[[list[dict[str, Any]], bool], dict[str, Any]],
-    sizer: ResponseSizer,
-    limit: int = RESPONSE_MAX_BYTES,
+SizeOf = Callable[[dict[str, Any], Sequence[Any]], int]  # (result with [] list, items)
+
+
+def _additive(sizer: Sizer) -> SizeOf:
+    def size_of(empty: dict[str, Any], items: Sequence[Any]) -> int:
+        commas = 2 * (len(items) - 1) if items else 0
+        return sizer.size(empty) + sum(sizer.fragment(item) for item in items) + commas
+
+    return size_of
+
+
+def _whole(sizer: Sizer, key: str) -> SizeOf:
+    return lambda empty, items: sizer.size({**empty, key: list(items)})
+
+
+def _fitted(
+    fit: Callable[[SizeOf], dict[str, Any]], sizer: Sizer, key: str, limit: int
 ) -> dict[str, Any]:
-    """Attach excerpts to ``hits`` and shrink until the serialized response fits ``limit``.
+    try:
+        result = fit(_additive(sizer))
+        if sizer.size(result) <= limit:
+            return result
+    except UnicodeEncodeError:  # a part the serializer sends escaped: measure whole
+        pass
+    return fit(_whole(sizer, key))
+
+
+def fit_search(
+    found: SearchResult, sizer: Sizer, limit: int = RESPONSE_MAX_BYTES
+) -> dict[str, Any]:
+    """The search result as sent: hits with excerpts, shrunk to fit ``limit``.
 
     Excerpts are first cut to ``SEARCH_EXCERPT_BYTES`` (the per-excerpt rule, not a
     truncation). If the response is still too big, all excerpts shrink to one common
     byte cap, the largest that fits; below ``MIN_EXCERPT_BYTES`` the lowest-ranked hit
     is dropped instead. ``truncated`` is set whenever either happened.
     """
-    base = [utf8_prefix(e, SEARCH_EXCERPT_BYTES)[0] for e in excerpts]
-    count = min(len(hits), SEARCH_MAX_HITS)
+    hits = found.hits[:SEARCH_MAX_HITS]
+    base = [utf8_prefix(hit.excerpt, SEARCH_EXCERPT_BYTES)[0] for hit in hits]
 
-    def build(n: int, cap: int, truncated: bool) -> dict[str, Any]:
-        chosen = [{**hits[i], "excerpt": utf8_prefix(base[i], cap)[0]} for i in range(n)]
-        return make_result(chosen, truncated)
+    def chosen(n: int, cap: int) -> list[dict[str, Any]]:
+        return [{**hits[i].summary, "excerpt": utf8_prefix(base[i], cap)[0]} for i in range(n)]
 
-    result = build(count, SEARCH_EXCERPT_BYTES, count < len(hits))
-    if sizer(result) <= limit:
-        return result
+    def result(items: list[dict[str, Any]], truncated: bool) -> dict[str, Any]:
+        return {"hits": items, "truncated": truncated, "trust": TRUST}
 
-    def shrunk_size(n: int, cap: int) -> int:
-        return sizer(build(n, cap, True))
+    def fit(size_of: SizeOf) -> dict[str, Any]:
+        count = len(hits)
+        first = chosen(count, SEARCH_EXCERPT_BYTES)
+        over = count < len(found.hits)
+        if size_of(result([], over), first) <= limit:
+            return result(first, over)
+        empty = result([], True)
+        while count > 0:
+            sized = partial(lambda n, cap: size_of(empty, chosen(n, cap)), count)
+            cap = largest_fitting(MIN_EXCERPT_BYTES, SEARCH_EXCERPT_BYTES, sized, limit)
+            if cap is not None:
+                return result(chosen(count, cap), True)
+            count -= 1
+        if size_of(empty, []) > limit:
+            raise invalid("the response cannot fit the byte budget")
+        return empty
 
-    while count > 0:
-        sized = partial(shrunk_size, count)
-        cap = largest_fitting(MIN_EXCERPT_BYTES, SEARCH_EXCERPT_BYTES, sized, limit)
-        if cap is not None:
-            return build(count, cap, True)
-        count -= 1
-    result = build(0, 0, True)
-    if sizer(result) > limit:
-        raise invalid("the response cannot fit the byte budget")
-    return result
+    return _fitted(fit, sizer, "hits", limit)
 
 
-def fit_list_items(
-    items: Sequence[dict[str, Any]],
-    make_result: Callable[[list[dict[str, Any]]], dict[str, Any]],
-    sizer: ResponseSizer,
-    limit: int = RESPONSE_MAX_BYTES,
-) -> int:
-    """How many leading ``items`` fit the response budget (at least one if any fit)."""
-    if not items:
-        return 0
-    fitting = largest_fitting(1, len(items), lambda n: sizer(make_result(list(items[:n]))), limit)
-    return fitting or 0
+def fit_list(page: ListPage, sizer: Sizer, limit: int = RESPONSE_MAX_BYTES) -> dict[str, Any]:
+    """The list page as sent: as many leading items as fit ``limit``, and the cursor
+    after the last one sent."""
+
+    def result(n: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"items": items, "next_cursor": page.next_cursor(n), "trust": TRUST}
+
+    def fit(size_of: SizeOf) -> dict[str, Any]:
+        def sized(n: int) -> int:
+            return size_of(result(n, []), page.items[:n])
+
+        fitting = largest_fitting(1, len(page.items), sized, limit) if page.items else None
+        n = fitting or 0
+        return result(n, page.items[:n])
+
+    return _fitted(fit, sizer, "items", limit)

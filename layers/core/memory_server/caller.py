@@ -11,6 +11,7 @@ from .addresses import Namespace
 from .contexts import ListeningContext
 from .errors import ToolError, not_found
 from .grants import Grant, write_grant
+from .limits import DEADLINE_S
 
 SHARED_OWNER = uuid.UUID(int=0)  # owner of records shared with the whole workspace
 
@@ -67,7 +68,7 @@ class Caller:
 class Deadline:
     """A per-call deadline; the database statement timeout is kept under it."""
 
-    expires_at: float = field(default_factory=lambda: time.monotonic() + 3.0)
+    expires_at: float = field(default_factory=lambda: time.monotonic() + DEADLINE_S)
 
     @classmethod
     def after(cls, seconds: float) -> Deadline:

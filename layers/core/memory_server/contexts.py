@@ -15,9 +15,9 @@ from typing import Literal
 from urllib.parse import quote, unquote_to_bytes
 
 from .errors import invalid
+from .limits import CONTEXT_ID_MAX_BYTES
 
 WORKSPACE = "workspace"
-MAX_ID_BYTES = 128
 _ENCODED_ID_RE = re.compile(r"^(?:[A-Za-z0-9\-._~]|%[0-9A-F]{2})+$")
 
 ContextKind = Literal["workspace", "channel", "thread", "dm"]
@@ -61,8 +61,8 @@ def _decode_id(encoded: str, *, what: str) -> str:
             "(letters, digits, '-._~' bare; everything else as %XX with uppercase hex)"
         )
     raw_bytes = unquote_to_bytes(encoded)
-    if len(raw_bytes) > MAX_ID_BYTES:
-        raise invalid(f"context {what} id is longer than {MAX_ID_BYTES} bytes")
+    if len(raw_bytes) > CONTEXT_ID_MAX_BYTES:
+        raise invalid(f"context {what} id is longer than {CONTEXT_ID_MAX_BYTES} bytes")
     try:
         raw = raw_bytes.decode("utf-8")
     except UnicodeDecodeError:

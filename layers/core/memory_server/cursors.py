@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import invalid
-
-CURSOR_TTL_S = 900
+from .limits import CURSOR_TTL_S
 
 
 def _b64(data: bytes) -> str:

@@ -54,3 +54,8 @@ def request_body(event: Mapping[str, Any]) -> bytes:
     """The request body as bytes (API Gateway base64-encodes non-text bodies)."""
     raw = event.get("body") or ""
     return base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8")
+
+
+def request_headers(event: Mapping[str, Any]) -> dict[str, str]:
+    """Request headers with lower-case names (HTTP names are case-insensitive)."""
+    return {k.lower(): v for k, v in (event.get("headers") or {}).items()}

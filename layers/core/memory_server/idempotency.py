@@ -12,56 +12,79 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .caller import Caller, Deadline
 from .errors import ToolError
+from .models import RememberArgs
 
 logger = logging.getLogger(__name__)
-RememberFn = Callable[[dict[str, Any]], dict[str, Any]]
-GuardedFn = Callable[[dict[str, Any], Any], dict[str, Any]]  # (request, lambda context)
+# memory_remember bound to the store: (caller, arguments, deadline) -> result.
+Remember = Callable[[Caller, RememberArgs, Deadline], dict[str, Any]]
 
 
 def _mark_replayed(response: Any, _record: Any) -> Any:
     return {**response, "replayed": True} if isinstance(response, dict) else response
 
 
-def dynamodb_layer(table_name: str, client: Any = None) -> Callable[[RememberFn], GuardedFn]:
-    """Wrap a remember function ``f(request) -> result`` with DynamoDB idempotency.
+def request_key(caller: Caller, args: RememberArgs) -> str:
+    """The DynamoDB key: workspace, principal, target and the caller's key."""
+    return "|".join(
+        [str(caller.workspace_id), str(caller.principal_id), args.uri, args.idempotency_key]
+    )
 
-    ``request`` is ``{"key": …, "args": …}``: the key already includes workspace,
-    principal, target and the caller's key; ``args`` is what must match on replay.
+
+class DynamoDbIdempotency:
+    """Powertools idempotency on a DynamoDB table, wrapped around ``memory_remember``.
+
+    The payload validated on replay is the whole argument set, so the same key with
+    different arguments is ``idempotency_key_reused``.
     """
-    # Imported here: boto3 and Powertools idempotency cost ~0.2 s, paid only by
-    # deployments that configure the table.
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
-    from aws_lambda_powertools.utilities.idempotency.exceptions import (
-        IdempotencyAlreadyInProgressError,
-        IdempotencyPersistenceLayerError,
-        IdempotencyValidationError,
-    )
 
-    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
-    config = IdempotencyConfig(
-        event_key_jmespath="key",
-        payload_validation_jmespath="args",
-        raise_on_no_idempotency_key=True,
-        expires_after_seconds=24 * 3600,
-        response_hook=_mark_replayed,  # type: ignore[arg-type]
-    )
-
-    def wrap(remember: RememberFn) -> GuardedFn:
-        guarded = idempotent_function(
-            remember, data_keyword_argument="request", persistence_store=persistence, config=config
+    def __init__(self, table_name: str, client: Any = None) -> None:
+        # Imported here: boto3 and Powertools idempotency cost ~0.2 s, paid only by
+        # deployments that configure the table.
+        from aws_lambda_powertools.utilities.idempotency import (
+            DynamoDBPersistenceLayer,
+            IdempotencyConfig,
         )
 
-        def call(request: dict[str, Any], lambda_context: Any = None) -> dict[str, Any]:
-            if hasattr(lambda_context, "get_remaining_time_in_millis"):
-                # Lets an in-progress record expire with the invocation, not later.
-                config.register_lambda_context(lambda_context)
+        self.persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
+        self.config = IdempotencyConfig(
+            event_key_jmespath="key",
+            payload_validation_jmespath="args",
+            raise_on_no_idempotency_key=True,
+            expires_after_seconds=24 * 3600,
+            response_hook=_mark_replayed,  # type: ignore[arg-type]
+        )
+
+    def register(self, lambda_context: Any) -> None:
+        """Per invocation: an in-progress record expires with the invocation, not later."""
+        if hasattr(lambda_context, "get_remaining_time_in_millis"):
+            self.config.register_lambda_context(lambda_context)
+
+    def guard(self, remember: Remember) -> Remember:
+        from aws_lambda_powertools.utilities.idempotency import idempotent_function
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyPersistenceLayerError,
+            IdempotencyValidationError,
+        )
+
+        def in_database(
+            request: dict[str, Any], caller: Caller, deadline: Deadline
+        ) -> dict[str, Any]:
+            return remember(caller, RememberArgs(**request["args"]), deadline)
+
+        guarded = idempotent_function(
+            in_database,
+            data_keyword_argument="request",
+            persistence_store=self.persistence,
+            config=self.config,
+        )
+
+        def call(caller: Caller, args: RememberArgs, deadline: Deadline) -> dict[str, Any]:
+            request = {"key": request_key(caller, args), "args": args.model_dump()}
             try:
-                return dict(guarded(request=request))
+                return dict(guarded(request=request, caller=caller, deadline=deadline))
             except IdempotencyAlreadyInProgressError:
                 raise ToolError(
                     "unavailable", "the same request is still in flight; retry shortly"
@@ -73,8 +96,6 @@ def dynamodb_layer(table_name: str, client: Any = None) -> Callable[[RememberFn]
                 ) from None
             except IdempotencyPersistenceLayerError:
                 logger.warning("idempotency table unavailable; relying on the database key")
-                return remember(request)
+                return remember(caller, args, deadline)
 
         return call
-
-    return wrap

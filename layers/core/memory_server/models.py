@@ -11,17 +11,24 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import limits
 from .errors import invalid
 
-Uri = Annotated[str, Field(min_length=1, max_length=1024, description="A memory:// URI")]
+Uri = Annotated[
+    str, Field(min_length=1, max_length=limits.URI_MAX_CHARS, description="A memory:// URI")
+]
 Source = Annotated[
     str,
-    Field(min_length=1, max_length=256, description="Provenance: where this came from"),
+    Field(
+        min_length=1,
+        max_length=limits.SOURCE_MAX_CHARS,
+        description="Provenance: where this came from",
+    ),
 ]
 Context = Annotated[
     str,
     Field(
-        max_length=512,
+        max_length=limits.CONTEXT_ARG_MAX_CHARS,
         description="Ancestor context to write into ('workspace' or an ancestor path)",
     ),
 ]
@@ -34,14 +41,14 @@ class _Args(BaseModel):
 
 class ListArgs(_Args):
     prefix: Uri | None = None
-    limit: int = Field(20, ge=1, le=50)
-    cursor: str | None = Field(None, max_length=2048)
+    limit: int = Field(limits.LIST_DEFAULT_ITEMS, ge=1, le=limits.LIST_MAX_ITEMS)
+    cursor: str | None = Field(None, max_length=limits.CURSOR_MAX_CHARS)
 
 
 class ReadArgs(_Args):
     uri: Uri
     offset: int = Field(0, ge=0)
-    max_bytes: int = Field(16384, ge=1, le=65536)
+    max_bytes: int = Field(limits.READ_DEFAULT_BYTES, ge=1, le=limits.READ_MAX_BYTES)
     history: bool = False
 
 
@@ -50,15 +57,15 @@ def _default_kinds() -> list[KindName]:
 
 
 class SearchArgs(_Args):
-    query: str = Field(min_length=1, max_length=512)
+    query: str = Field(min_length=1, max_length=limits.QUERY_MAX_CHARS)
     namespace: Literal["personal", "workspace", "all"] = "all"
     kinds: list[KindName] = Field(default_factory=_default_kinds, min_length=1, max_length=3)
-    limit: int = Field(8, ge=1, le=8)
+    limit: int = Field(limits.SEARCH_MAX_HITS, ge=1, le=limits.SEARCH_MAX_HITS)
 
 
 class WriteArgs(_Args):
     uri: Uri
-    content: str = Field(max_length=65536)
+    content: str = Field(max_length=limits.CONTENT_MAX_BYTES)
     expected_revision: int = Field(ge=0, description="0 creates; otherwise the current revision")
     source: Source | None = None
     context: Context | None = None
@@ -71,8 +78,8 @@ class DeleteArgs(_Args):
 
 class RememberArgs(_Args):
     uri: Uri
-    fact: str = Field(min_length=1, max_length=4096)
-    idempotency_key: str = Field(pattern=r"^[A-Za-z0-9_.:-]{8,128}$")
+    fact: str = Field(min_length=1, max_length=limits.FACT_MAX_BYTES)
+    idempotency_key: str = Field(pattern=limits.IDEMPOTENCY_KEY_PATTERN)
     source: Source | None = None
     context: Context | None = None
 

@@ -12,14 +12,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .addresses import IdAddress, RecordAddress, record_uri
-from .budget import TITLE_MAX_BYTES, utf8_prefix
+from .budget import utf8_prefix
 from .caller import Caller
 from .db import Connection
 from .errors import ToolError, invalid, not_found
+from .limits import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
 from .sql_files import query
 
-MAX_CONTENT_BYTES = 65536
-TRUST = "recorded-data"
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
@@ -65,7 +64,7 @@ def front_matter(content: str) -> dict[str, str]:
 
 
 def check_content(address: RecordAddress, content: str) -> str:
-    check_text(content, what="content", max_bytes=MAX_CONTENT_BYTES)
+    check_text(content, what="content", max_bytes=CONTENT_MAX_BYTES)
     if address.kind == "skills" and address.path.endswith("/SKILL.md"):
         fields = front_matter(content)
         folder = address.path.split("/")[-2]

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from . import aws_config
 from .db import Database
-from .service import McpService, Observer, Settings
+from .protocol.tools import Observer
+from .service import McpService, Settings
 
 # Environment variables the template sets; tests check the template against this.
 ENVIRONMENT = (

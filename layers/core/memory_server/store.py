@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from .budget import ResponseSizer, jsonrpc_tool_result_size
 from .caller import Caller, Deadline
 from .contexts import ListeningContext
 from .db import Database
@@ -20,7 +19,6 @@ class Store:
     db: Database
     cursor_secret: bytes
     ranker: Ranker = field(default_factory=DeterministicRanker)
-    sizer: ResponseSizer = jsonrpc_tool_result_size
 
 
 @dataclass(frozen=True, slots=True)

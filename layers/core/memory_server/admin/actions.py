@@ -22,12 +22,12 @@ from psycopg.types.json import Jsonb
 from ..caller import Caller, Deadline
 from ..contexts import parse_context
 from ..db import Connection, Database
-from ..errors import ToolError
+from ..errors import AdminError, ToolError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..records import iso
 from ..sql_files import query
 from . import models as m
-from .errors import AdminError, conflict, invalid, not_found
+from .errors import conflict, invalid_field, missing
 from .identity import Directory
 
 ADMIN_DEADLINE_S = 5.0
@@ -148,7 +148,7 @@ def put_member(
             ).fetchone()
             if found is None:
                 if body.kind is None or body.handle is None:
-                    raise invalid(
+                    raise invalid_field(
                         "handle",
                         "required_for_new_identity",
                         "kind and handle are required for an identity new to the service",
@@ -156,10 +156,10 @@ def put_member(
                 raise conflict("this identity cannot be added (erased, revoked or foreign key)")
             principal_id, kind = found["id"], found["kind"]
         if body.kind is not None and body.kind != kind:
-            raise invalid("kind", "matches_identity", f"this identity is a {kind}")
+            raise invalid_field("kind", "matches_identity", f"this identity is a {kind}")
         if kind == "person":
             if body.personal_namespace is False:
-                raise invalid(
+                raise invalid_field(
                     "personal_namespace",
                     "people_have_one",
                     "people always have a personal namespace",
@@ -215,7 +215,7 @@ def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved
             query("admin_member"), {"workspace_id": ws, "subject": subject}
         ).fetchone()
         if existing is None:
-            raise not_found("member")
+            raise missing("member")
         if existing["agent_key"]:
             raise conflict(
                 "this member is an agent key: revoke it with DELETE …/admin/agent-keys/"
@@ -343,13 +343,13 @@ def revoke_agent_key(
     """
     with _reading(db, caller) as conn:
         if _live_key(conn, caller, client_id) is None:
-            raise not_found("agent key")
+            raise missing("agent key")
     deleted = directory.delete_agent_client(client_id) if directory is not None else False
     with _changing(db, caller) as conn:
         revoked = conn.execute(query("admin_revoke_agent_key"), {"client_id": client_id})
         row = revoked.fetchone()
         if row is None or row["principal_id"] is None:
-            raise not_found("agent key")  # revoked concurrently
+            raise missing("agent key")  # revoked concurrently
         _record(
             conn,
             caller,
@@ -367,9 +367,9 @@ def _registrable(context_key: str) -> tuple[str, str]:
     try:
         context = parse_context(context_key)
     except ToolError as error:
-        raise invalid("context", "context_syntax", error.message) from None
+        raise invalid_field("context", "context_syntax", error.message) from None
     if context.kind not in ("channel", "dm"):
-        raise invalid(
+        raise invalid_field(
             "context",
             "channel_or_dm",
             "only channels and DMs are registered; threads follow their channel",
@@ -410,7 +410,7 @@ def put_context(
         ids = {row["subject"]: row["id"] for row in found}
         missing = [s for s in body.members if s not in ids]
         if missing:
-            raise invalid(
+            raise invalid_field(
                 "members", "workspace_members", f"not members of this workspace: {missing}"
             )
         members = [ids[s] for s in body.members]
@@ -449,7 +449,7 @@ def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextR
             query("admin_remove_context"), {"workspace_id": caller.workspace_id, "context_key": key}
         ).fetchone()
         if gone is None:
-            raise not_found("registered context")
+            raise missing("registered context")
         _record(conn, caller, "context.unregister", f"contexts/{key}", {"context": key})
     return m.ContextRemoved(removed=key)
 

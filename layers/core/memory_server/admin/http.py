@@ -1,7 +1,7 @@
 """The admin API: ``/w/{workspace}/admin/…`` on the same HTTP API as the MCP endpoint.
 
-Thin: authenticate (the same verified-claims rule as the MCP route), resolve the
-caller's membership, require the ``admin`` grant (token scope ∩ membership), match
+Thin: authenticate (:data:`..auth.ADMIN_GATE`, the MCP route's authentication with
+the ``memory/admin`` scope), require the ``admin`` grant (token scope ∩ membership), match
 a route of ``ROUTES``, validate the input with its model, call the action in
 :mod:`.actions`, answer with its response model. ``ROUTES`` is also what
 :mod:`.openapi` describes, so the document and the dispatcher cannot disagree.
@@ -24,27 +24,18 @@ from urllib.parse import parse_qsl
 
 from pydantic import BaseModel
 
-from .. import audit
-from ..caller import Caller
-from ..contexts import parse_context
+from ..audit import Publisher
+from ..auth import ADMIN_GATE, Authenticator
+from ..caller import Caller, Deadline
 from ..db import Database
-from ..errors import ContextUnavailable, ToolError
-from ..gateway_events import (
-    SLUG,
-    empty_response,
-    json_response,
-    request_body,
-    token_identity,
-)
-from ..store import resolve_caller
+from ..errors import AdminError, ServiceError, http_answer
+from ..gateway_events import empty_response, json_response, request_body
 from . import actions
 from . import models as m
-from .errors import AdminError, invalid
+from .errors import invalid_field
 from .identity import Directory
 
-ADMIN_SCOPE = "memory/admin"
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)
-Challenge = Callable[[Mapping[str, Any], str, int, str], dict[str, Any]]
 Params = dict[str, str]
 
 
@@ -162,16 +153,16 @@ def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> d
 def _subject(params: Params, name: str) -> str:
     value = params[name]
     if not _SUBJECT.match(value):
-        raise invalid(name, "string_pattern_mismatch", "not a valid subject or client id")
+        raise invalid_field(name, "string_pattern_mismatch", "not a valid subject or client id")
     return value
 
 
 @dataclass
 class AdminApi:
     db: Database
-    challenge: Challenge
+    auth: Authenticator
+    publisher: Publisher
     directory: Directory | None = None
-    sink: audit.EventSink | None = None
     on_key_created: actions.KeyCreated | None = None
     _handlers: dict[str, Callable[[Caller, Params, Any], tuple[BaseModel, int]]] = field(init=False)
 
@@ -207,40 +198,15 @@ class AdminApi:
         return member, 201 if added else 200
 
     def handle(
-        self, event: Mapping[str, Any], workspace: str, rest: str, method: str
+        self, event: Mapping[str, Any], workspace: str, rest: str, method: str, deadline: Deadline
     ) -> dict[str, Any]:
-        identity = token_identity(event)
-        if identity is None:
-            return self.challenge(event, workspace, 401, ADMIN_SCOPE)
-        subject, scopes = identity.subject, identity.scopes
-        if ADMIN_SCOPE not in scopes:
-            return self.challenge(event, workspace, 403, ADMIN_SCOPE)
-        if not SLUG.match(workspace):
-            return empty_response(404)
-        request_id = event.get("requestContext", {}).get("requestId")
-        try:
-            membership = resolve_caller(
-                self.db,
-                workspace=workspace,
-                subject=subject,
-                scopes=scopes,
-                context=parse_context(None),
-                request_id=request_id,
-            )
-        except (ToolError, ContextUnavailable):
-            return _json(503, {"error": "unavailable", "message": "retry"}, {"retry-after": "1"})
-        if membership is None:
-            return empty_response(404)
-        caller = membership.caller
+        caller = self.auth.authenticate(event, workspace, ADMIN_GATE, deadline)
         if "admin" not in caller.grants:
-            return _json(
-                403,
-                {
-                    "error": "permission_denied",
-                    "message": "this needs the admin grant in this workspace",
-                },
+            # A member already knows the workspace exists: say what is missing.
+            raise AdminError(
+                403, "permission_denied", "this needs the admin grant in this workspace"
             )
-        return self._dispatch(event, caller, rest or "/", method)
+        return self._dispatch(event, caller, rest, method)
 
     def _dispatch(
         self, event: Mapping[str, Any], caller: Caller, rest: str, method: str
@@ -269,14 +235,11 @@ class AdminApi:
                 raw_query = str(event.get("rawQueryString") or "")
                 body = m.parse_query(route.query, dict(parse_qsl(raw_query)))
             result, status = self._handlers[route.operation_id](caller, params, body)
-        except AdminError as error:
-            return _json(error.status, error.to_dict())
-        except ToolError as error:
-            # The database timed out or went away: retryable, never a partial answer.
-            return _json(503, {"error": error.code, "message": error.message}, {"retry-after": "1"})
+        except ServiceError as error:
+            # Bad input, a missing object, or the database timed out or went away:
+            # retryable (503) is never a partial answer.
+            status, error_body, headers = http_answer(error)
+            return _json(status, error_body, headers)
         if route.changes:
-            self._publish(caller)
+            self.publisher.after_commit(caller)
         return _json(status, result.model_dump(mode="json"))
-
-    def _publish(self, caller: Caller) -> None:
-        audit.publish_or_defer(self.db, caller, self.sink)

@@ -11,8 +11,8 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..errors import AdminError
 from ..grants import Grant
-from .errors import AdminError
 
 Scope = Literal[
     "memory/read", "memory/write.personal", "memory/write.shared", "memory/delete", "memory/admin"

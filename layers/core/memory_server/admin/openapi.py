@@ -14,9 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..auth import ADMIN_GATE
 from ..gateway_events import SLUG_PATTERN
 from . import models as m
-from .http import ADMIN_SCOPE, ROUTES, Route
+from .http import ROUTES, Route
+
+ADMIN_SCOPE = ADMIN_GATE.challenge_scope
 
 BASE = "/w/{workspace}/admin"
 _PATH_PARAMETERS = {

@@ -23,11 +23,12 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from ..errors import AdminError
 from ..gateway_events import SLUG_PATTERN
 from ..grants import ALL_GRANTS, sorted_grants
 from ..records import iso
 from ..sql_files import query
-from .errors import AdminError, conflict, invalid
+from .errors import conflict, invalid_field
 from .identity import Directory
 from .models import SUBJECT_PATTERN
 
@@ -129,11 +130,13 @@ def create_workspace(
 ) -> WorkspaceCreated:
     """A new workspace with its first admin (all grants). The slug must be free."""
     if not re.match(SLUG_PATTERN, slug):
-        raise invalid("slug", "string_pattern_mismatch", _SLUG_RULE)
+        raise invalid_field("slug", "string_pattern_mismatch", _SLUG_RULE)
     if not re.match(SUBJECT_PATTERN, admin_subject):
-        raise invalid("admin_subject", "string_pattern_mismatch", "not a subject or client id")
+        raise invalid_field(
+            "admin_subject", "string_pattern_mismatch", "not a subject or client id"
+        )
     if not 1 <= len(admin_handle) <= 64 or not admin_handle.isprintable():
-        raise invalid("admin_handle", "printable", "1–64 printable characters")
+        raise invalid_field("admin_handle", "printable", "1–64 printable characters")
     with owner.transaction():
         cur = _dicts(owner)
         made = cur.execute(

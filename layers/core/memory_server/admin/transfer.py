@@ -41,7 +41,7 @@ from urllib.parse import quote
 from ..addresses import parse_address
 from ..contexts import WORKSPACE, parse_context
 from ..errors import ToolError
-from ..records import MAX_CONTENT_BYTES
+from ..limits import CONTENT_MAX_BYTES
 
 MANIFEST = "memory-export.json"
 Namespace = Literal["workspace", "me"]
@@ -170,7 +170,7 @@ def read_whole(tools: ToolCaller, uri: str, context: str) -> dict[str, Any]:
         result = _ok(
             tools.call(
                 "memory_read",
-                {"uri": uri, "offset": offset, "max_bytes": MAX_CONTENT_BYTES},
+                {"uri": uri, "offset": offset, "max_bytes": CONTENT_MAX_BYTES},
                 context=context,
             )
         )
@@ -331,7 +331,7 @@ def _import_one(tools: ToolCaller, name: str, meta: dict[str, Any], content: str
     entry = ImportedFile(name, uri, context, "skipped", source_id=meta.get("id"))
     try:
         current = tools.call(
-            "memory_read", {"uri": uri, "max_bytes": MAX_CONTENT_BYTES}, context=context
+            "memory_read", {"uri": uri, "max_bytes": CONTENT_MAX_BYTES}, context=context
         )
         error = current.get("error")
         if error is None:

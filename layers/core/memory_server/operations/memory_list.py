@@ -1,16 +1,20 @@
-"""memory_list: titles and addresses in the caller's view, never bodies, paged."""
+"""memory_list: titles and addresses in the caller's view, never bodies, paged.
+
+The page is whole (up to ``limit`` items), with a cursor after each item; the
+protocol layer sends as many as fit the byte budget and the cursor after the last.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from ..addresses import parse_prefix
-from ..budget import fit_list_items
 from ..caller import Caller, Deadline
 from ..cursors import decode_cursor, encode_cursor
 from ..grants import sorted_grants
 from ..models import ListArgs
-from ..records import TRUST, summary, view
+from ..records import summary, view
+from ..results import ListPage
 from ..sql_files import query
 from ..store import Store
 
@@ -20,7 +24,7 @@ _START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
 
 def memory_list(
     store: Store, caller: Caller, args: ListArgs, deadline: Deadline | None = None
-) -> dict[str, Any]:
+) -> ListPage:
     prefix = parse_prefix(args.prefix)
     binding = {
         "tool": "memory_list",
@@ -49,20 +53,10 @@ def memory_list(
     }
     rows = store.db.read(caller, deadline or Deadline(), query("list_page"), params)
 
-    items = [summary(caller, row) for row in rows[: args.limit]]
-
-    def position(index: int) -> list[str]:
-        row = rows[index]
-        return [row["kind"], row["path"], row["context_key"], str(row["id"])]
-
-    def result(chosen: list[dict[str, Any]]) -> dict[str, Any]:
-        more = len(chosen) < len(rows)
-        cursor = (
-            encode_cursor(store.cursor_secret, binding, position(len(chosen) - 1))
-            if more and chosen
-            else None
-        )
-        return {"items": chosen, "next_cursor": cursor, "trust": TRUST}
-
-    fitting = fit_list_items(items, result, store.sizer)
-    return result(items[:fitting])
+    page = rows[: args.limit]
+    return ListPage(
+        items=[summary(caller, row) for row in page],
+        positions=[[row["kind"], row["path"], row["context_key"], str(row["id"])] for row in page],
+        more=len(rows) > args.limit,
+        cursor_for=partial(encode_cursor, store.cursor_secret, binding),
+    )

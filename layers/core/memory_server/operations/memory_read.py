@@ -9,12 +9,11 @@ from ..budget import utf8_window
 from ..caller import Caller, Deadline
 from ..db import Connection
 from ..errors import not_found
+from ..limits import HISTORY_LIMIT
 from ..models import ReadArgs
-from ..records import TRUST, iso, resolve_statement, uri_of, view
+from ..records import iso, resolve_statement, uri_of, view
 from ..sql_files import query
 from ..store import Store
-
-HISTORY_LIMIT = 50
 
 
 def memory_read(
@@ -47,7 +46,6 @@ def memory_read(
         "updated_at": iso(row["updated_at"]),
         "updated_by": row["updated_by"],
         "source": row["source"],
-        "trust": TRUST,
     }
     if history is not None:
         result["history"] = history
@@ -65,7 +63,6 @@ def read_revision(
         "id": str(row["id"]),
         "revision": row["revision"],
         "content": row["body"],
-        "trust": TRUST,
     }
 
 

@@ -20,9 +20,9 @@ from ..caller import Caller, Deadline
 from ..contexts import parse_target_context
 from ..db import Connection
 from ..errors import ToolError, invalid
+from ..limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES
 from ..models import RememberArgs
 from ..records import (
-    MAX_CONTENT_BYTES,
     change,
     check_source,
     check_text,
@@ -33,7 +33,6 @@ from ..records import (
 from ..sql_files import query
 from ..store import Store
 
-FACT_MAX_BYTES = 4096
 _ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
 
 
@@ -138,7 +137,7 @@ def _remember_once(
             if body and not body.endswith("\n"):
                 body += "\n"
             body += f"- {fact}\n"
-            check_text(body, what="record after merging the fact", max_bytes=MAX_CONTENT_BYTES)
+            check_text(body, what="record after merging the fact", max_bytes=CONTENT_MAX_BYTES)
             try:
                 row = change(
                     conn,

@@ -1,36 +1,32 @@
-"""memory_search: full-text search over the caller's view, within the byte budget.
+"""memory_search: full-text search over the caller's view.
 
 Two phases keep the index usable under row-level security: ranked candidate ids
 come from ``memory.search_candidates`` (a function that applies the visibility
 predicate itself over a narrow index the runtime role cannot read), then at most
 ``limit`` hits are hydrated through the RLS-protected table. Whatever the ranker
-returns is asserted to be inside the view before anything is sent.
+returns is asserted to be inside the view before anything is returned. The result
+is whole; the protocol layer fits it to the byte budget.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..budget import SEARCH_MAX_HITS, fit_search_hits
 from ..caller import Caller, Deadline
 from ..errors import IntegrityViolation, ToolError
+from ..limits import QUERY_MAX_BYTES, RANK_CANDIDATES, RANK_WINDOW, SEARCH_MAX_HITS
 from ..models import SearchArgs
 from ..ranking import Candidate
-from ..records import TRUST, check_text, summary, view
+from ..records import check_text, summary, view
+from ..results import Hit, SearchResult
 from ..sql_files import query
 from ..store import Store
-
-# At most this many of the most recently updated matches are ranked, so a common
-# term costs a bounded amount of work (see docs/performance.md).
-RANK_WINDOW = 500
-# Candidates handed to the ranker (it may reorder and cut, never add).
-CANDIDATES = 32
 
 
 def memory_search(
     store: Store, caller: Caller, args: SearchArgs, deadline: Deadline | None = None
-) -> dict[str, Any]:
-    check_text(args.query, what="query", max_bytes=2048)
+) -> SearchResult:
+    check_text(args.query, what="query", max_bytes=QUERY_MAX_BYTES)
     owners = {
         "personal": [caller.owner_for("me")] if caller.personal_namespace else [],
         "workspace": [caller.owner_for("workspace")],
@@ -38,7 +34,7 @@ def memory_search(
     }[args.namespace]
     limit = min(args.limit, SEARCH_MAX_HITS)
     if not owners:  # a service without a personal namespace searching "personal"
-        return {"hits": [], "truncated": False, "trust": TRUST}
+        return SearchResult([])
 
     params = {
         **view(caller),
@@ -46,7 +42,7 @@ def memory_search(
         "query": args.query,
         "kinds": list(dict.fromkeys(args.kinds)),
         "window": RANK_WINDOW,
-        "limit": CANDIDATES,
+        "limit": RANK_CANDIDATES,
     }
     ranked: list[Candidate] = []
 
@@ -76,16 +72,14 @@ def memory_search(
             "unavailable", "search failed an integrity check; nothing was returned"
         ) from None
 
-    ordered = [hits[c.id] for c in ranked]
-    summaries = [
-        {**summary(caller, row), "score": round(candidate.score, 6)}
-        for row, candidate in zip(ordered, ranked, strict=True)
-    ]
-    return fit_search_hits(
-        summaries,
-        [row["excerpt"] or "" for row in ordered],
-        lambda chosen, truncated: {"hits": chosen, "truncated": truncated, "trust": TRUST},
-        store.sizer,
+    return SearchResult(
+        [
+            Hit(
+                {**summary(caller, hits[c.id]), "score": round(c.score, 6)},
+                hits[c.id]["excerpt"] or "",
+            )
+            for c in ranked
+        ]
     )
 
 

@@ -6,8 +6,10 @@
 - The handshake generation (``initialize``; ``2025-11-25``, ``2025-06-18``,
   ``2025-03-26``), served statelessly: any request works without a session.
 
-Responses are JSON (never SSE). The serializer is exposed so the byte budgets can
-be measured on exactly what is sent.
+Responses are JSON (never SSE). The serializer (:func:`dumps`, :func:`encode`) is
+the only one, so the byte budgets are measured on exactly what is sent. The HTTP
+method, authentication and the listening context are the edge's; this module sees
+one authenticated ``POST`` body.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from typing import Any
 import mcp_types as t
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
+
+from ..errors import RpcError, rpc_error_body
+from ..limits import CATALOG_TTL_MS
 
 MODERN_VERSION = "2026-07-28"
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -40,14 +45,6 @@ HTTP_STATUS = {
 }
 _B64_SENTINEL = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
 JSON_HEADERS = {"content-type": "application/json"}
-
-
-class RpcError(Exception):
-    """A JSON-RPC protocol error (not a tool error)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +68,6 @@ class Request:
             }
         return encode({"jsonrpc": "2.0", "id": self.id, "result": result})
 
-    def measure(self, result: dict[str, Any]) -> int:
-        return len(self.encode_result(result))
-
 
 Handler = Callable[[Request, Any], dict[str, Any]]  # (request, per-call context)
 Response = tuple[int, dict[str, str], bytes]
@@ -81,9 +75,13 @@ Response = tuple[int, dict[str, str], bytes]
 SERVER_INFO = {"name": "memory-server", "version": "0.1.0"}
 
 
+def dumps(value: Any) -> str:
+    """Compact JSON, non-ASCII as is (no \\u escapes to pay for): every generation."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    # One encoding for every generation: compact, UTF-8 (no \\u escapes to pay for).
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    text = dumps(message)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -109,11 +107,9 @@ def decode_header_value(value: str | None) -> str | None:
 
 
 def _error(request_id: Any, error: RpcError, modern: bool) -> Response:
-    body: dict[str, Any] = {"code": error.code, "message": error.message}
-    if error.data is not None:
-        body["data"] = error.data
-    status = HTTP_STATUS.get(error.code, 200) if modern else 200
-    return status, dict(JSON_HEADERS), encode({"jsonrpc": "2.0", "id": request_id, "error": body})
+    status = HTTP_STATUS.get(error.rpc_code, 200) if modern else 200
+    message = {"jsonrpc": "2.0", "id": request_id, "error": rpc_error_body(error)}
+    return status, dict(JSON_HEADERS), encode(message)
 
 
 def _version(headers: Mapping[str, str], params: dict[str, Any], method: str) -> tuple[str, bool]:
@@ -155,11 +151,7 @@ class Dispatcher:
         self.handlers = dict(handlers)
         self.instructions = instructions
 
-    def handle(
-        self, http_method: str, headers: Mapping[str, str], body: bytes, context: Any = None
-    ) -> Response:
-        if http_method != "POST":
-            return 405, {"allow": "POST"}, b""
+    def handle(self, headers: Mapping[str, str], body: bytes, context: Any = None) -> Response:
         content_type = headers.get("content-type", "")
         if not content_type.lower().startswith("application/json"):
             return _error(
@@ -231,7 +223,7 @@ class Dispatcher:
             "supportedVersions": [MODERN_VERSION],
             "capabilities": self.capabilities(),
             "instructions": self.instructions,
-            "ttlMs": 3_600_000,
+            "ttlMs": CATALOG_TTL_MS,
             "cacheScope": "public",
         }
 

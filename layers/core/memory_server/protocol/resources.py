@@ -13,13 +13,14 @@ import mcp_types as t
 from pydantic import ValidationError
 
 from ..addresses import RevisionAddress, parse_address
-from ..errors import ToolError
+from ..errors import RpcError, ToolError
+from ..limits import CATALOG_TTL_MS, READ_MAX_BYTES, REVISION_TTL_MS
 from ..models import ReadArgs
 from ..operations import memory_read, read_revision
-from .dispatcher import Request, RpcError, cacheable
+from ..store import Store
+from .dispatcher import Request, cacheable
 from .tools import CallContext
 
-REVISION_TTL_MS = 86_400_000  # immutable: a day in a private cache
 TEMPLATES = [
     ("memory-personal", "memory://me/{kind}/{+path}", "A record in your personal namespace"),
     ("memory-workspace", "memory://workspace/{kind}/{+path}", "A record shared with the workspace"),
@@ -36,7 +37,9 @@ def list_templates(request: Request, context: CallContext) -> dict[str, Any]:
         for name, template, description in TEMPLATES
     ]
     # Identical for every caller: public.
-    return cacheable(request, {"resourceTemplates": templates}, ttl_ms=3_600_000, scope="public")
+    return cacheable(
+        request, {"resourceTemplates": templates}, ttl_ms=CATALOG_TTL_MS, scope="public"
+    )
 
 
 def list_resources(request: Request, context: CallContext) -> dict[str, Any]:
@@ -44,7 +47,7 @@ def list_resources(request: Request, context: CallContext) -> dict[str, Any]:
     return cacheable(request, {"resources": []}, ttl_ms=0, scope="private")
 
 
-def read_resource(request: Request, context: CallContext) -> dict[str, Any]:
+def read_resource(store: Store, request: Request, context: CallContext) -> dict[str, Any]:
     try:
         params = t.ReadResourceRequestParams.model_validate(request.params)
     except ValidationError:
@@ -53,13 +56,13 @@ def read_resource(request: Request, context: CallContext) -> dict[str, Any]:
     try:
         address = parse_address(uri)
         if isinstance(address, RevisionAddress):
-            record = read_revision(context.store, context.caller, address, context.deadline)
+            record = read_revision(store, context.caller, address, context.deadline)
             ttl = REVISION_TTL_MS
         else:
             record = memory_read(
-                context.store,
+                store,
                 context.caller,
-                ReadArgs(uri=uri, offset=0, max_bytes=65536, history=False),
+                ReadArgs(uri=uri, offset=0, max_bytes=READ_MAX_BYTES, history=False),
                 context.deadline,
             )
             ttl = 0

@@ -1,0 +1,97 @@
+"""Authentication at the edge: identity from the verified token, membership and
+grants from the server, the listening context from the host's header.
+
+One :func:`Authenticator.authenticate` serves the MCP and admin routes alike; each
+route states what it requires as a :class:`Gate`. The order of the checks is part
+of the contract: a request without a valid token gets 401 whatever else is wrong,
+and nothing about a workspace is said before the caller proved who it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .caller import Caller, Deadline
+from .contexts import parse_context
+from .db import Database
+from .errors import (
+    EdgeError,
+    ToolError,
+    edge_unavailable,
+    insufficient_scope,
+    no_such_workspace,
+    unauthenticated,
+)
+from .gateway_events import SLUG, request_headers, token_identity
+from .grants import SCOPE_GRANTS
+from .store import resolve_caller
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What a route requires before its handler runs."""
+
+    scope: str | None  # a token scope the route needs; None: any memory scope
+    challenge_scope: str  # the scope a 401 challenge asks for
+    methods: tuple[str, ...] | None  # HTTP methods served (None: the route decides)
+    listening: bool  # the request names a listening context (Memory-Context)
+    memory_required: bool  # a workspace whose memory feature is off answers 404
+
+
+MCP_GATE = Gate(None, "memory/read", ("POST",), listening=True, memory_required=True)
+ADMIN_GATE = Gate("memory/admin", "memory/admin", None, listening=False, memory_required=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticator:
+    db: Database
+
+    def authenticate(
+        self, event: Mapping[str, Any], workspace: str, gate: Gate, deadline: Deadline
+    ) -> Caller:
+        """The caller of this request, or an ``EdgeError`` saying why not."""
+        identity = token_identity(event)
+        if identity is None:
+            raise unauthenticated(gate.challenge_scope)
+        scopes = identity.scopes
+        if gate.scope is None:
+            allowed = any(scope in SCOPE_GRANTS for scope in scopes)
+        else:
+            allowed = gate.scope in scopes
+        if not allowed:
+            raise insufficient_scope(gate.scope or gate.challenge_scope)
+        method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
+        if gate.methods is not None and method not in gate.methods:
+            raise EdgeError(405, "method_not_allowed", headers={"allow": ", ".join(gate.methods)})
+        if not SLUG.match(workspace):
+            raise no_such_workspace()
+        raw_context = None
+        if gate.listening:
+            raw_context = request_headers(event).get("memory-context")
+            if raw_context is None:
+                raw_context = (event.get("queryStringParameters") or {}).get("context")
+        try:
+            context = parse_context(raw_context)
+        except ToolError as error:
+            raise EdgeError(
+                400,
+                "invalid_context",
+                body={"error": "invalid_context", "message": error.message},
+            ) from None
+        try:
+            membership = resolve_caller(
+                self.db,
+                workspace=workspace,
+                subject=identity.subject,
+                scopes=scopes,
+                context=context,
+                request_id=event.get("requestContext", {}).get("requestId"),
+                deadline=deadline,
+            )
+        except ToolError:  # the database timed out or went away before any handler ran
+            raise edge_unavailable() from None
+        if membership is None or (gate.memory_required and not membership.memory_enabled):
+            raise no_such_workspace()
+        return membership.caller

@@ -1,0 +1,110 @@
+"""The HTTP edge: match a route, start the deadline, answer errors. Nothing else.
+
+Routes of the one HTTP API (payload v2):
+
+- ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp``: RFC 9728 metadata,
+  served for any workspace name (it is not an oracle for which exist);
+- ``/w/{workspace}/admin/…``: the admin API (:mod:`.admin.http`);
+- ``/w/{workspace}/mcp``: the MCP endpoint (:mod:`.protocol.endpoint`).
+
+Each route authenticates through :class:`.auth.Authenticator`; whatever
+``ServiceError`` escapes a route is answered here with :func:`.errors.http_answer`,
+401/403 with the ``WWW-Authenticate`` challenge that points at the metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .admin.http import AdminApi
+from .caller import Deadline
+from .errors import EdgeError, ServiceError, http_answer
+from .gateway_events import empty_response, json_response
+from .grants import SCOPE_GRANTS
+from .limits import DEADLINE_S, LAMBDA_RESERVE_S, MIN_DEADLINE_S
+from .protocol.endpoint import McpRoute
+
+_MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")
+_ADMIN_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/admin(?P<rest>/.*)?$")
+_METADATA_PATH = re.compile(r"^/\.well-known/oauth-protected-resource/w/(?P<workspace>[^/]+)/mcp$")
+
+
+def deadline_for(lambda_context: Any) -> Deadline:
+    """The call's deadline, starting now: resolving the caller counts against it too."""
+    remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return Deadline.after(DEADLINE_S)
+    # Leave time to answer before Lambda itself gives up.
+    budget = float(remaining()) / 1000 - LAMBDA_RESERVE_S
+    return Deadline.after(max(MIN_DEADLINE_S, min(DEADLINE_S, budget)))
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    mcp: McpRoute
+    admin: AdminApi
+    auth_issuer: str
+    public_base_url: str | None = None
+
+    def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
+        path = event.get("rawPath", "")
+        method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
+        workspace = ""
+        try:
+            if match := _METADATA_PATH.match(path):
+                if method not in ("GET", "HEAD"):
+                    return empty_response(405, {"allow": "GET"})
+                return self._metadata(event, match["workspace"])
+            if match := _ADMIN_PATH.match(path):
+                workspace = match["workspace"]
+                deadline = deadline_for(lambda_context)
+                return self.admin.handle(event, workspace, match["rest"] or "/", method, deadline)
+            if match := _MCP_PATH.match(path):
+                workspace = match["workspace"]
+                return self.mcp.handle(event, workspace, deadline_for(lambda_context))
+            return json_response(404, {"message": "Not Found"})
+        except ServiceError as error:
+            return self._answer(event, workspace, error)
+
+    def _answer(
+        self, event: Mapping[str, Any], workspace: str, error: ServiceError
+    ) -> dict[str, Any]:
+        status, body, headers = http_answer(error)
+        if isinstance(error, EdgeError) and error.challenge is not None:
+            headers["www-authenticate"] = self._challenge(event, workspace, error)
+        if body is None:
+            return empty_response(status, headers)
+        return json_response(status, body, headers)
+
+    def _challenge(self, event: Mapping[str, Any], workspace: str, error: EdgeError) -> str:
+        metadata = self._metadata_url(event, workspace)
+        if error.status == 401:
+            return f'Bearer resource_metadata="{metadata}", scope="{error.challenge}"'
+        return (
+            f'Bearer error="insufficient_scope", scope="{error.challenge}", '
+            f'resource_metadata="{metadata}"'
+        )
+
+    def _base_url(self, event: Mapping[str, Any]) -> str:
+        if self.public_base_url:
+            return self.public_base_url.rstrip("/")
+        return f"https://{event.get('requestContext', {}).get('domainName', 'localhost')}"
+
+    def _metadata_url(self, event: Mapping[str, Any], workspace: str) -> str:
+        return f"{self._base_url(event)}/.well-known/oauth-protected-resource/w/{workspace}/mcp"
+
+    def _metadata(self, event: Mapping[str, Any], workspace: str) -> dict[str, Any]:
+        return json_response(
+            200,
+            {
+                "resource": f"{self._base_url(event)}/w/{workspace}/mcp",
+                "authorization_servers": [self.auth_issuer],
+                "scopes_supported": list(SCOPE_GRANTS),
+                "bearer_methods_supported": ["header"],
+                "resource_name": "memory-server",
+            },
+            {"cache-control": "public, max-age=3600"},
+        )

@@ -1,0 +1,37 @@
+"""The MCP route: ``POST /w/{workspace}/mcp`` after the edge matched it.
+
+Authenticate (:data:`..auth.MCP_GATE`), hand the body to the dispatcher, and, when
+a tool changed something, run the post-commit hook once the change has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..audit import Publisher
+from ..auth import MCP_GATE, Authenticator
+from ..caller import Deadline
+from ..gateway_events import request_body, request_headers
+from .dispatcher import Dispatcher
+from .tools import CallContext
+
+
+@dataclass(frozen=True, slots=True)
+class McpRoute:
+    auth: Authenticator
+    dispatcher: Dispatcher
+    publisher: Publisher
+
+    def handle(
+        self, event: Mapping[str, Any], workspace: str, deadline: Deadline
+    ) -> dict[str, Any]:
+        caller = self.auth.authenticate(event, workspace, MCP_GATE, deadline)
+        call = CallContext(caller, deadline)
+        status, out_headers, body = self.dispatcher.handle(
+            request_headers(event), request_body(event), call
+        )
+        if call.changed:
+            self.publisher.after_commit(caller)
+        return {"statusCode": status, "headers": out_headers, "body": body.decode("utf-8")}
