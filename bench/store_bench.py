@@ -44,10 +44,10 @@ from memory_server.caller import SHARED_OWNER, Caller, Deadline
 from memory_server.contexts import parse_context
 from memory_server.db import _SET_REQUEST, Connection, Database, request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
 from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
 from memory_server.models import parse_args as tool_args
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
-from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
 from memory_server.ranking import Candidate, DeterministicRanker
 from memory_server.records import change, derive_title, resolve, resolve_statement, view
 from memory_server.sql_files import query

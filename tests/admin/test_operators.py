@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 from memory_server.admin import operators
-from memory_server.errors import AdminError
 from memory_server.contexts import parse_context
+from memory_server.errors import AdminError
 from memory_server.store import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, FakeDirectory, call
