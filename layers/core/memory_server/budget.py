@@ -1,4 +1,4 @@
-"""Budgets (CONTRACT §6), counted in bytes on what is actually sent.
+"""Budgets (docs/contract.md §6), counted in bytes on what is actually sent.
 
 Everything here cuts UTF-8 only at character boundaries. The search and list
 formatters shrink a result until the serialized response, measured by a

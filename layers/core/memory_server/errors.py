@@ -1,6 +1,6 @@
 """The one error model: every failure a caller can see is a ``ToolError``.
 
-Codes are the closed set of CONTRACT §5. ``details`` carries extra fields that the
+Codes are the closed set of docs/contract.md §5 (Errors). ``details`` carries extra fields that the
 contract names (for example ``current_revision`` on a conflict).
 """
 
