@@ -181,7 +181,8 @@ def module_problem(dotted: str, *, runnable: bool = False) -> str | None:
             return None
         names = defined_names(found)
         if rest[0] not in names:
-            return f"`{dotted}`: {'.'.join(parts[:cut])} defines no {rest[0]!r}"
+            where = ".".join(parts[:cut])
+            return f"`{dotted}`: no module {where}.{rest[0]}, and {where} defines no {rest[0]!r}"
         node = names[rest[0]]
         if len(rest) > 1 and isinstance(node, ast.ClassDef):
             members = {getattr(n, "name", None) for n in node.body if hasattr(n, "name")} | {
