@@ -68,7 +68,7 @@ PENDING_WRITES = 1000
 # (a cold first search for a common term can take seconds), it does not cancel them.
 DEADLINE_S = 60.0
 
-TARGETS_MS = {  # operation p95 (and p99 for search), from the design brief
+TARGETS_MS = {  # operation p95 (and p99 for search): docs/performance.md, Targets
     "read_by_path": {"p95": 2.0},
     "conditional_write": {"p95": 5.0},
     "search_rare": {"p95": 15.0, "p99": 50.0},

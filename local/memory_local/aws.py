@@ -3,7 +3,7 @@
 Moto runs in a thread of this process (``ThreadedMotoServer``), but the code under
 test reaches it only over HTTP with ordinary boto3 clients, exactly as it would
 reach AWS: nothing is patched, so what works here is the code that ships. This
-module only starts the server and provisions what the design names (Cognito user
+module only starts the server and provisions what the service uses (Cognito user
 pool and resource server, the DynamoDB idempotency table, the EventBridge audit
 bus); it never touches ``os.environ`` (callers apply :meth:`LocalAws.env` to a
 child process or a test's environment themselves).
@@ -33,7 +33,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-# Names the design fixes (CONTRACT §2, ARCHITECTURE "Request path").
+# The resource server and its scopes are the contract's (docs/contract.md §2).
 USER_POOL_NAME = "memory-server"
 RESOURCE_SERVER = "memory"
 SCOPE_NAMES: tuple[str, ...] = ("read", "write.personal", "write.shared", "delete", "admin")

@@ -1,4 +1,4 @@
-"""The demo tenants of CONTRACT §8, seeded idempotently into a dev stack.
+"""The demo tenants of docs/contract.md §8, seeded idempotently into a dev stack.
 
 Workspaces ``acme`` and ``globex`` (memory on) and ``initech`` (memory off);
 people alice, bob, carol; services ci-bot and release-bot; in acme the open

@@ -20,7 +20,7 @@ this service and nothing more:
   ``GET /.well-known/jwks.json`` and ``POST /oauth2/token`` (client credentials).
 
 One deliberate difference: API Gateway's own 401/403 carry no RFC 9728 challenge,
-but the contract (CONTRACT §1) requires one, so these carry
+but the contract (docs/contract.md §1) names one, so these carry
 ``WWW-Authenticate: Bearer resource_metadata="…", scope="…"`` (identical for every
 workspace but the resource URL). Deployment must produce the same answer.
 """

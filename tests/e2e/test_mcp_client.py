@@ -1,5 +1,5 @@
 """End to end: the official MCP Python SDK client over HTTP against the local stack,
-in both protocol generations, as the demo principals of CONTRACT §8."""
+in both protocol generations, as the demo principals of docs/contract.md §8."""
 
 from __future__ import annotations
 

@@ -417,7 +417,7 @@ def test_first_run_and_rerun_with_a_non_superuser_master(
     assert response["Status"] == "SUCCESS", response["Reason"]
     assert response["Data"]["Applied"] == ""
 
-    # The schema is consistent and the roles are what the design says.
+    # The schema is consistent and the roles are what docs/store.md says.
     assert applied(aurora_like.as_role(migrate.OWNER_ROLE)) == ALL_MIGRATIONS
     with psycopg.connect(aurora_like.superuser_url.rsplit("/", 1)[0] + "/memory") as su:
         roles = su.execute(

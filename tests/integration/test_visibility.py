@@ -1,4 +1,4 @@
-"""Who can see what: owners, workspaces, and listening contexts (CONTRACT §2, §4)."""
+"""Who can see what: owners, workspaces, and listening contexts (docs/contract.md §2, §4)."""
 
 from __future__ import annotations
 

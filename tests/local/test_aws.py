@@ -1,4 +1,4 @@
-"""LocalAws: moto on loopback, provisioned the way the design names things."""
+"""LocalAws: moto on loopback, provisioned with the names the service uses."""
 
 from __future__ import annotations
 

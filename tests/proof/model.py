@@ -1,4 +1,4 @@
-"""An independent model of who may see and change what (CONTRACT §2, §4, §8).
+"""An independent model of who may see and change what (docs/contract.md §2, §4, §8).
 
 Written from the contract's words, not from the product code, so the proof suite
 compares the server against a second opinion: the demo tenants, grants as token
@@ -150,7 +150,7 @@ class Placed:
 
 
 def visible(record: Placed, observer: Cell) -> bool:
-    """CONTRACT §4: same workspace, read grant, context in the observer's ancestor set,
+    """docs/contract.md §4: same workspace, read grant, context in the observer's ancestor set,
     and a shared record or one's own personal record."""
     if endpoint_status(observer) != 200 or "read" not in grants(observer):
         return False
@@ -166,5 +166,5 @@ def all_cells() -> list[Cell]:
 
 
 def cursor_binding(cell: Cell) -> tuple[str, str, str, frozenset[str]]:
-    """CONTRACT §6: a cursor is bound to the caller, workspace, context and grants."""
+    """docs/contract.md §6: a cursor is bound to the caller, workspace, context and grants."""
     return (cell.principal.identity, cell.workspace, cell.context, grants(cell))

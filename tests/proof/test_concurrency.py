@@ -1,4 +1,4 @@
-"""Concurrency (CONTRACT §5): 64 official MCP clients racing replacements, deletes,
+"""Concurrency (docs/contract.md §5): 64 official MCP clients racing replacements, deletes,
 moves and remembers on the same records.
 
 Every acknowledged change must be in the history exactly once and every history

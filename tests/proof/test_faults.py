@@ -1,4 +1,4 @@
-"""Faults (CONTRACT §5, §6): the database connection killed mid-transaction, the
+"""Faults (docs/contract.md §5, §6): the database connection killed mid-transaction, the
 database unreachable, a statement timeout, DynamoDB failing and EventBridge failing.
 
 Each must give a clear error (a tool error ``unavailable`` / ``timeout``, or the
@@ -44,7 +44,7 @@ from tests.proof.support import (
     tool_call,
 )
 
-DEADLINE_S = 3.0  # CONTRACT §6: the default per-call deadline
+DEADLINE_S = 3.0  # docs/contract.md §6: the default per-call deadline
 SLACK_S = 1.0  # scheduling on a loaded 2-core machine
 CLEAR = {"unavailable", "timeout"}
 UNAVAILABLE_503 = (503, b'{"error":"unavailable"}')

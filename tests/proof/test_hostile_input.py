@@ -1,4 +1,4 @@
-"""Hostile input (CONTRACT §1, §3, §4, §5): generated JSON-RPC bodies, tool arguments,
+"""Hostile input (docs/contract.md §1, §3, §4, §5): generated JSON-RPC bodies, tool arguments,
 addresses and listening contexts never produce a 5xx, a stack trace or a write, never
 widen a caller's view, and recalled content never changes what a caller may do.
 

@@ -1,4 +1,4 @@
-"""Isolation matrix (CONTRACT §2, §4, §5, §7): nothing outside a caller's view is
+"""Isolation matrix (docs/contract.md §2, §4, §5, §7): nothing outside a caller's view is
 discoverable, on any read path.
 
 Generated, not hand-picked: a marker record (a random word no text contains) is

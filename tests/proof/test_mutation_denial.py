@@ -1,4 +1,4 @@
-"""Mutation denial (CONTRACT §2, §5): every mutation tool, called by every principal
+"""Mutation denial (docs/contract.md §2, §5): every mutation tool, called by every principal
 that lacks the grant, with valid ids and current revisions, is refused and leaves
 the database byte-for-byte unchanged.
 

@@ -1,4 +1,4 @@
-"""Canonical memory:// addresses (CONTRACT §3).
+"""Canonical memory:// addresses (docs/contract.md §3).
 
 Parsing never rewrites: an address that is not already canonical is rejected with
 ``invalid_argument`` naming the rule it broke, so two spellings can never reach two

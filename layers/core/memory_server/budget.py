@@ -1,4 +1,4 @@
-"""The one budget formatter (docs/contract.md, "Budgets"), in bytes on what is sent.
+"""The one budget formatter (docs/contract.md §6), in bytes on what is sent.
 
 Everything here cuts UTF-8 only at character boundaries. The domain returns whole
 results (:mod:`.results`); the protocol layer hands :func:`fit_search` and

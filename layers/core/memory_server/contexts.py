@@ -1,4 +1,4 @@
-"""Listening contexts (CONTRACT §4): who can hear, as a lattice of contexts.
+"""Listening contexts (docs/contract.md §4): who can hear, as a lattice of contexts.
 
 A context key is canonical text: ``workspace``, ``channel:{id}``,
 ``channel:{id}/thread:{id}`` or ``dm:{id}``, each ``{id}`` percent-encoded UTF-8 with

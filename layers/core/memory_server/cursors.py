@@ -1,4 +1,4 @@
-"""Opaque, signed, expiring cursors bound to who asked and from where (CONTRACT §6)."""
+"""Opaque, signed, expiring cursors bound to who asked and from where (docs/contract.md §6)."""
 
 from __future__ import annotations
 

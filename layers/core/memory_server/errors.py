@@ -3,7 +3,7 @@
 One hierarchy, one mapping to each wire format:
 
 - ``ToolError``: a tool result with ``isError`` (``structuredContent.error`` =
-  :meth:`ServiceError.to_dict`); codes are the closed set of docs/contract.md.
+  :meth:`ServiceError.to_dict`); codes are the closed set of docs/contract.md §5.
 - ``RpcError``: a JSON-RPC protocol error (:func:`rpc_error_body`).
 - ``AdminError``: an admin API answer (:func:`http_answer`), ``422`` with the field
   and rule broken, ``404``/``409``/``503`` for the rest.

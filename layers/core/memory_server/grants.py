@@ -1,4 +1,4 @@
-"""Grants and token scopes (CONTRACT §2): effective = token scopes ∩ membership grants."""
+"""Grants and token scopes (docs/contract.md §2): effective = token scopes ∩ membership grants."""
 
 from __future__ import annotations
 

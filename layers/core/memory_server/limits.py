@@ -1,4 +1,4 @@
-"""Every limit of the service, in one place (docs/contract.md, "Budgets" and "Tools").
+"""Every limit of the service, in one place (docs/contract.md §5 and §6).
 
 The argument models, the domain, the protocol formatter and the admin API read
 their limits from here, so a figure in the contract has exactly one home.

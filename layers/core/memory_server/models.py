@@ -1,4 +1,4 @@
-"""Tool arguments (CONTRACT §5) as strict pydantic models.
+"""Tool arguments (docs/contract.md §5) as strict pydantic models.
 
 The same models give the MCP layer its ``inputSchema`` (``additionalProperties:
 false``) and give the operations validated input, so a direct caller of the Python

@@ -1,4 +1,4 @@
-"""Resources (CONTRACT §7): templates, and reads with exactly memory_read's rules.
+"""Resources (docs/contract.md §7): templates, and reads with exactly memory_read's rules.
 
 Path and record resources are current state (``ttlMs: 0``); revision resources are
 immutable (a long TTL). Tenant data is always ``cacheScope: private``. A record
