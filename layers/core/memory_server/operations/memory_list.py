@@ -11,7 +11,6 @@ from ..cursors import decode_cursor, encode_cursor
 from ..grants import sorted_grants
 from ..models import ListArgs
 from ..records import TRUST, summary, view
-from ..sql_files import query
 from ..store import Store
 
 _PATH_END = "\U0010ffff"  # above every valid path under the C collation
@@ -47,7 +46,7 @@ def memory_list(
         "after_id": after[3],
         "limit": args.limit + 1,
     }
-    rows = store.db.read(caller, deadline or Deadline(), query("list_page"), params)
+    rows = store.db.read(caller, deadline or Deadline(), "list_page", params)
 
     items = [summary(caller, row) for row in rows[: args.limit]]
 
