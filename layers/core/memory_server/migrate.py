@@ -5,10 +5,11 @@ superuser locally, the cluster's master user in AWS): it creates the migration r
 that owns the schema and the runtime role that serves requests, in one transaction.
 ``migrate`` runs as the migration role and applies the pending
 ``infra/migrations/NNNN_*.sql`` in order, all in ONE transaction under an advisory
-lock, each file in its own savepoint (so a failing file is named), recording name and
-checksum in ``memory.schema_migrations``: a failure anywhere rolls back every file of
-the run, and a concurrent migrator waits, then finds them applied. A file that
-changed after it was applied stops the run: history is never silently rewritten.
+lock, each file in a savepoint of its own, recording name and checksum in
+``memory.schema_migrations``. A failing file raises ``MigrationError`` naming it, and
+the whole run rolls back (files applied before it in the same run too); a concurrent
+migrator waits for the lock, then finds them applied. A file that changed after it
+was applied stops the run: history is never silently rewritten.
 
 Besides the migration files, this module runs named statements from ``sql/`` (through
 :mod:`.sql_files`) and the role and grant statements composed below.
@@ -82,9 +83,9 @@ def bootstrap(
     # and passwords are composed here, quoted by psycopg.sql; each is one line, clearer
     # beside the logic that picks it than as a template in a file of its own.
     with admin.transaction():
-        superuser = _answer(admin, "bootstrap_is_superuser")
+        superuser = _yes(sql_files.one(admin, "bootstrap_is_superuser"))
         for role, password in roles:
-            exists = _answer(admin, "bootstrap_role_exists", {"role": role})
+            exists = _yes(sql_files.one(admin, "bootstrap_role_exists", {"role": role}))
             if exists and not superuser:
                 admin.execute(
                     sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
@@ -104,12 +105,15 @@ def bootstrap(
                 )
             )
         for role in (RUNTIME_ROLE, AUDITOR_ROLE):
-            if _answer(admin, "bootstrap_role_is_member", {"role": role, "of_role": OWNER_ROLE}):
+            params = {"role": role, "of_role": OWNER_ROLE}
+            if _yes(sql_files.one(admin, "bootstrap_role_is_member", params)):
                 raise MigrationError(f"{role} must not be a member of {OWNER_ROLE}")
         # On PostgreSQL 16 the creator of a role holds it WITH ADMIN but not SET;
         # INHERIT stays off so the administrator acts as the owner only when it says so.
         needs_set = not superuser and admin.info.server_version >= 160000
-        if needs_set and not _answer(admin, "bootstrap_can_set_role", {"role": OWNER_ROLE}):
+        if needs_set and not _yes(
+            sql_files.one(admin, "bootstrap_can_set_role", {"role": OWNER_ROLE})
+        ):
             admin.execute(
                 sql.SQL("GRANT {} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE").format(
                     sql.Identifier(OWNER_ROLE)
@@ -140,9 +144,8 @@ def bootstrap(
             )
 
 
-def _answer(conn: psycopg.Connection, name: str, params: sql_files.Params = None) -> bool:
-    """A yes/no check: the single value of a statement's row (no row: no)."""
-    row = sql_files.one(conn, name, params)
+def _yes(row: sql_files.Row | None) -> bool:
+    """The answer of a yes/no check: its row's single value (no row: no)."""
     return row is not None and all(row.values())
 
 
@@ -172,7 +175,7 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
                         "add a new migration instead"
                     )
                 continue
-            with owner.transaction():  # a savepoint: one failing file names itself
+            with owner.transaction():  # a savepoint per file, inside the run's transaction
                 try:
                     owner.execute(migration.text.encode())
                 except psycopg.Error as exc:
