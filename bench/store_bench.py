@@ -42,7 +42,7 @@ from memory_server.addresses import (
 )
 from memory_server.caller import SHARED_OWNER, Caller, Deadline
 from memory_server.contexts import parse_context
-from memory_server.db import _SET_REQUEST, Connection, Database, request_settings
+from memory_server.db import Connection, Database, request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
 from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
@@ -424,17 +424,17 @@ class Bench:
         candidates, ranking, then hydration with the commit."""
         params = self.search_params(caller, term)
 
-        def hydration(rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]] | None:
+        def hydration(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
             offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
             ranked = DeterministicRanker().rank(term, offered, 8)
             if not ranked:
                 return None
-            return query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+            return "hydrate_hits", {**params, "ids": [c.id for c in ranked]}
 
         return self.db.read(
             caller,
             _deadline(),
-            query("search_candidates"),
+            "search_candidates",
             params,
             then=hydration,
             isolation="repeatable read",
@@ -481,7 +481,7 @@ class Bench:
             return memory_list(self.store, caller, tool_args(ListArgs, {}), _deadline())
 
         def sql_rls(_: int) -> object:
-            return self.db.read(caller, _deadline(), query("list_page"), params)
+            return self.db.read(caller, _deadline(), "list_page", params)
 
         def floor(_: int) -> object:
             return self.admin.execute(FLOOR_LIST, {**params, "limit": LIST_LIMIT + 1}).fetchall()
@@ -523,7 +523,7 @@ class Bench:
                 return None
 
         def one_trip(_: int) -> object:
-            return self.db.read(caller, _deadline(), b"SELECT 1", {})
+            return self.db.read(caller, _deadline(), "select_one", {})
 
         def round_trip(_: int) -> object:
             return self.admin.execute("SELECT 1").fetchone()
@@ -641,7 +641,7 @@ class Bench:
             psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
             owner.transaction(force_rollback=True),
         ):
-            owner.execute(_SET_REQUEST, request_settings(self.reader, 60_000))
+            owner.execute(query("request_settings"), request_settings(self.reader, 60_000))
             owner.execute("SET LOCAL search_path = memory, pg_temp")
             owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             # Once unexplained: a new session loads the text-search dictionaries and

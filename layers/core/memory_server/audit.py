@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 import psycopg
 
+from . import sql_files
 from .caller import Caller, Deadline
 from .db import Database
 from .records import iso
-from .sql_files import query
 
 logger = logging.getLogger(__name__)
 
@@ -70,16 +70,17 @@ def event_entry(workspace: str, row: dict[str, Any]) -> dict[str, Any]:
 def publish_request(db: Database, caller: Caller, sink: EventSink) -> int:
     """Publish this request's audit rows; what fails stays for the sweeper."""
     with db.transaction(caller, Deadline.after(2.0)) as conn:
-        rows = conn.execute(
-            query("request_audit_rows"),
+        rows = sql_files.rows(
+            conn,
+            "request_audit_rows",
             {"workspace_id": caller.workspace_id, "request_id": caller.request_id},
-        ).fetchall()
+        )
         if not rows:
             return 0
         sent = sink.put([event_entry(caller.workspace, row) for row in rows])
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
-        conn.execute(
-            query("mark_audit_published"), {"workspace_id": caller.workspace_id, "ids": ids}
+        sql_files.run(
+            conn, "mark_audit_published", {"workspace_id": caller.workspace_id, "ids": ids}
         )
         return len(ids)
 
@@ -106,15 +107,14 @@ def sweep(
     Runs as the auditor role. Returns (published, failed).
     """
     with auditor.transaction():
-        cursor = auditor.cursor(row_factory=psycopg.rows.dict_row)
-        rows = cursor.execute(
-            "SELECT * FROM memory.audit_claim_unpublished(%s, %s)", (limit, min_age)
-        ).fetchall()
+        rows = sql_files.rows(
+            auditor, "sweep_claim_unpublished", {"limit": limit, "min_age": min_age}
+        )
         if not rows:
             return 0, 0
         sent = sink.put([event_entry(row["workspace"], row) for row in rows])
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
-        auditor.execute("SELECT memory.audit_mark_published(%s)", (ids,))
+        sql_files.run(auditor, "sweep_mark_published", {"ids": ids})
     return len(ids), len(rows) - len(ids)
 
 

@@ -11,6 +11,9 @@ and the first statement travel together; a read-only request (``Database.read``)
 sends ``COMMIT`` with its last statement, a write (``Database.transaction``) after
 it. A pooled connection is checked on checkout without a round trip unless it has
 been idle for a while or the server has sent something.
+
+With :mod:`.sql_files` this is the data-access layer: statements are named files
+under ``sql/`` (the settings too); only transaction control is inline here.
 """
 
 from __future__ import annotations
@@ -28,15 +31,21 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from . import sql_files
 from .caller import Caller, Deadline
 from .errors import ToolError
 from .grants import sorted_grants
+from .sql_files import Row
 
 Connection = psycopg.Connection[dict[str, Any]]
-# Given the first statement's rows, the second statement of a read (or None).
-FollowUp = Callable[[list[dict[str, Any]]], "tuple[bytes, dict[str, Any]] | None"]
+# Given the first statement's rows, the name and parameters of a read's second
+# statement (or None).
+FollowUp = Callable[[list[Row]], "tuple[str, dict[str, Any]] | None"]
 Isolation = Literal["read committed", "repeatable read"]
 
+# Transaction control stays inline, like the BEGIN and COMMIT psycopg itself sends: it
+# reads and writes nothing, and a file per keyword would hide which one a request
+# sends. Everything else (the settings: request_settings.sql) is a file under sql/.
 _BEGIN: dict[tuple[Isolation, bool], bytes] = {
     ("read committed", False): b"BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE",
     ("read committed", True): b"BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY",
@@ -44,14 +53,8 @@ _BEGIN: dict[tuple[Isolation, bool], bytes] = {
     ("repeatable read", True): b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
 }
 
-_SET_REQUEST = """
-SELECT set_config('app.workspace_id', %(workspace_id)s, true),
-       set_config('app.principal_id', %(principal_id)s, true),
-       set_config('app.grants', %(grants)s, true),
-       set_config('app.contexts', %(contexts)s, true),
-       set_config('app.personal', %(personal)s, true),
-       set_config('statement_timeout', %(timeout)s, true)
-"""
+_COMMIT = b"COMMIT"
+_ROLLBACK = b"ROLLBACK"
 
 
 def pg_array(values: list[str]) -> str:
@@ -61,6 +64,7 @@ def pg_array(values: list[str]) -> str:
 
 
 def request_settings(caller: Caller, timeout_ms: int) -> dict[str, str]:
+    """The parameters of ``sql/request_settings.sql`` for this caller."""
     return {
         "workspace_id": str(caller.workspace_id),
         "principal_id": str(caller.principal_id),
@@ -160,7 +164,7 @@ class Database:
                 # A raised error leaves the transaction open or failed: end it here,
                 # not in the pool's reset, which would log a warning for each.
                 if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                    conn.execute(b"ROLLBACK")
+                    conn.execute(_ROLLBACK)
 
     @staticmethod
     def _begin(
@@ -168,7 +172,7 @@ class Database:
     ) -> None:
         """Queue ``BEGIN`` and the caller's settings (in pipeline mode: no round trip)."""
         conn.execute(_BEGIN[isolation, read_only])
-        conn.execute(_SET_REQUEST, request_settings(caller, timeout_ms))
+        sql_files.cursor(conn, "request_settings", request_settings(caller, timeout_ms))
 
     @contextmanager
     def transaction(
@@ -192,20 +196,21 @@ class Database:
         with self._request(timeout_ms) as conn, conn.pipeline():
             self._begin(conn, caller, timeout_ms, read_only, isolation)
             yield conn
-            conn.execute(b"COMMIT")
+            conn.execute(_COMMIT)
 
     def read(
         self,
         caller: Caller,
         deadline: Deadline,
-        statement: bytes,
+        name: str,
         params: dict[str, Any],
         *,
         then: FollowUp | None = None,
         isolation: Isolation = "read committed",
-    ) -> list[dict[str, Any]]:
-        """A read-only request of one statement, or of two when ``then`` derives the
-        second from the first's rows (``None``: no second); the rows of the last.
+    ) -> list[Row]:
+        """A read-only request of one named statement (``sql/{name}.sql``), or of two
+        when ``then`` derives the second's name and parameters from the first's rows
+        (``None``: no second); the rows of the last.
 
         ``COMMIT`` travels with the last statement, so each statement costs one round
         trip and the commit none: ``BEGIN``, the settings, the statement and ``COMMIT``
@@ -218,13 +223,13 @@ class Database:
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
                 self._begin(conn, caller, timeout_ms, True, isolation)
-                first = conn.execute(statement, params)
-                cursor: psycopg.Cursor[dict[str, Any]] | None = first
+                first = sql_files.cursor(conn, name, params)
+                last: psycopg.Cursor[Row] | None = first
                 if then is not None:
                     second = then(first.fetchall())
-                    cursor = conn.execute(*second) if second is not None else None
-                conn.execute(b"COMMIT")
-            return cursor.fetchall() if cursor is not None else []
+                    last = sql_files.cursor(conn, *second) if second is not None else None
+                conn.execute(_COMMIT)
+            return last.fetchall() if last is not None else []
 
     @contextmanager
     def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:

@@ -2,10 +2,17 @@
 
 ``bootstrap`` runs once with an administrative connection (the embedded server's
 superuser locally, the cluster's master user in AWS): it creates the migration role
-that owns the schema and the runtime role that serves requests. ``migrate`` runs as
-the migration role and applies ``infra/migrations/NNNN_*.sql`` in order, each in its
-own transaction, recording name and checksum in ``memory.schema_migrations``. A file
-that changed after it was applied stops the run: history is never silently rewritten.
+that owns the schema and the runtime role that serves requests, in one transaction.
+``migrate`` runs as the migration role and applies the pending
+``infra/migrations/NNNN_*.sql`` in order, all in ONE transaction under an advisory
+lock, each file in a savepoint of its own, recording name and checksum in
+``memory.schema_migrations``. A failing file raises ``MigrationError`` naming it, and
+the whole run rolls back (files applied before it in the same run too); a concurrent
+migrator waits for the lock, then finds them applied. A file that changed after it
+was applied stops the run: history is never silently rewritten.
+
+Besides the migration files, this module runs named statements from ``sql/`` (through
+:mod:`.sql_files`) and the role and grant statements composed below.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
+
+from . import sql_files
 
 OWNER_ROLE = "memory_owner"
 RUNTIME_ROLE = "memory_runtime"
@@ -48,15 +57,6 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 
-_PRIVILEGED_ATTRIBUTES = (
-    "rolsuper",
-    "rolcreatedb",
-    "rolcreaterole",
-    "rolbypassrls",
-    "rolreplication",
-)
-
-
 def bootstrap(
     admin: psycopg.Connection,
     *,
@@ -79,10 +79,13 @@ def bootstrap(
         (RUNTIME_ROLE, runtime_password),
         (AUDITOR_ROLE, auditor_password or runtime_password),
     )
+    # Role, grant and schema statements take no bind parameters, so their identifiers
+    # and passwords are composed here, quoted by psycopg.sql; each is one line, clearer
+    # beside the logic that picks it than as a template in a file of its own.
     with admin.transaction():
-        superuser = _scalar(admin, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        superuser = _yes(sql_files.one(admin, "bootstrap_is_superuser"))
         for role, password in roles:
-            exists = _scalar(admin, "SELECT true FROM pg_roles WHERE rolname = %s", role)
+            exists = _yes(sql_files.one(admin, "bootstrap_role_exists", {"role": role}))
             if exists and not superuser:
                 admin.execute(
                     sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
@@ -102,13 +105,14 @@ def bootstrap(
                 )
             )
         for role in (RUNTIME_ROLE, AUDITOR_ROLE):
-            if _scalar(admin, "SELECT pg_has_role(%s, %s, 'MEMBER')", role, OWNER_ROLE):
+            params = {"role": role, "of_role": OWNER_ROLE}
+            if _yes(sql_files.one(admin, "bootstrap_role_is_member", params)):
                 raise MigrationError(f"{role} must not be a member of {OWNER_ROLE}")
         # On PostgreSQL 16 the creator of a role holds it WITH ADMIN but not SET;
         # INHERIT stays off so the administrator acts as the owner only when it says so.
         needs_set = not superuser and admin.info.server_version >= 160000
-        if needs_set and not _scalar(
-            admin, "SELECT pg_has_role(current_user, %s, 'SET')", OWNER_ROLE
+        if needs_set and not _yes(
+            sql_files.one(admin, "bootstrap_can_set_role", {"role": OWNER_ROLE})
         ):
             admin.execute(
                 sql.SQL("GRANT {} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE").format(
@@ -131,8 +135,7 @@ def bootstrap(
                 sql.Identifier(SCHEMA), sql.Identifier(OWNER_ROLE)
             )
         )
-        # Nobody but the owner creates objects anywhere the runtime role looks.
-        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        sql_files.run(admin, "bootstrap_revoke_public_create")
         for role, _ in roles:
             admin.execute(
                 sql.SQL("ALTER ROLE {} SET search_path = {}").format(
@@ -141,17 +144,14 @@ def bootstrap(
             )
 
 
-def _scalar(conn: psycopg.Connection, statement: str, *params: object) -> object:
-    row = conn.execute(statement.encode(), params or None).fetchone()
-    return row[0] if row else None
+def _yes(row: sql_files.Row | None) -> bool:
+    """The answer of a yes/no check: its row's single value (no row: no)."""
+    return row is not None and all(row.values())
 
 
 def _require_unprivileged(admin: psycopg.Connection, role: str) -> None:
-    columns = sql.SQL(", ").join(sql.Identifier(c) for c in _PRIVILEGED_ATTRIBUTES)
-    row = admin.execute(
-        sql.SQL("SELECT {} FROM pg_roles WHERE rolname = %s").format(columns), (role,)
-    ).fetchone()
-    held = [name for name, value in zip(_PRIVILEGED_ATTRIBUTES, row or (), strict=False) if value]
+    row = sql_files.one(admin, "bootstrap_role_privileges", {"role": role})
+    held = [name for name, value in (row or {}).items() if value]
     if held:
         raise MigrationError(
             f"role {role} holds {held}; only a superuser can remove them: fix it by hand"
@@ -162,17 +162,11 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
     """Apply pending migrations as the owner role; returns the names applied."""
     migrations = load_migrations(directory)
     applied_now: list[str] = []
-    with owner.transaction():
-        owner.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-        owner.execute("SET LOCAL search_path = memory")
-        owner.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " name text PRIMARY KEY, checksum text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        done: dict[str, str] = dict(
-            owner.execute("SELECT name, checksum FROM schema_migrations").fetchall()
-        )
+    with owner.transaction():  # one transaction for the whole run
+        sql_files.run(owner, "migrate_lock", {"lock_id": _LOCK_ID})
+        sql_files.run(owner, "migrate_search_path")
+        sql_files.run(owner, "migrate_create_ledger")
+        done = {row["name"]: row["checksum"] for row in sql_files.rows(owner, "migrate_applied")}
         for migration in migrations:
             if migration.name in done:
                 if done[migration.name] != migration.checksum:
@@ -181,14 +175,15 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
                         "add a new migration instead"
                     )
                 continue
-            with owner.transaction():  # a savepoint: one failing file names itself
+            with owner.transaction():  # a savepoint per file, inside the run's transaction
                 try:
                     owner.execute(migration.text.encode())
                 except psycopg.Error as exc:
                     raise MigrationError(f"{migration.name} failed: {exc}") from exc
-                owner.execute(
-                    "INSERT INTO schema_migrations (name, checksum) VALUES (%s, %s)",
-                    (migration.name, migration.checksum),
+                sql_files.run(
+                    owner,
+                    "migrate_record",
+                    {"name": migration.name, "checksum": migration.checksum},
                 )
             applied_now.append(migration.name)
     return applied_now

@@ -11,13 +11,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from . import sql_files
 from .addresses import IdAddress, RecordAddress, record_uri
 from .budget import utf8_prefix
 from .caller import Caller
 from .db import Connection
 from .errors import ToolError, invalid, not_found
 from .limits import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
-from .sql_files import query
 
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 
@@ -119,20 +119,20 @@ def summary(caller: Caller, row: dict[str, Any]) -> dict[str, Any]:
 
 def resolve_statement(
     caller: Caller, address: RecordAddress | IdAddress, *, contexts: list[str] | None = None
-) -> tuple[bytes, dict[str, Any]]:
-    """The statement and parameters that find the visible record an address names:
-    by id, or nearest by path from the context."""
+) -> tuple[str, dict[str, Any]]:
+    """The name and parameters of the statement that finds the visible record an
+    address names: by id, or nearest by path from the context."""
     params = view(caller)
     if isinstance(address, IdAddress):
         params["id"] = address.id
-        return query("record_by_id"), params
+        return "record_by_id", params
     params.update(
         owner_id=caller.owner_for(address.namespace),
         kind=address.kind,
         path=address.path,
         contexts=contexts if contexts is not None else list(caller.context.ancestors),
     )
-    return query("resolve_address"), params
+    return "resolve_address", params
 
 
 def resolve(
@@ -143,13 +143,12 @@ def resolve(
     contexts: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """The visible record an address names, inside a request transaction."""
-    statement, params = resolve_statement(caller, address, contexts=contexts)
-    return conn.execute(statement, params).fetchone()
+    return sql_files.one(conn, *resolve_statement(caller, address, contexts=contexts))
 
 
 def conflict_or_gone(conn: Connection, caller: Caller, record_id: uuid.UUID) -> ToolError:
     """Explain a conditional change that matched no row, within the caller's view only."""
-    row = conn.execute(query("current_revision"), {**view(caller), "id": record_id}).fetchone()
+    row = sql_files.one(conn, "current_revision", {**view(caller), "id": record_id})
     if row is None:
         return not_found()
     return conflict(row["revision"])
@@ -185,7 +184,7 @@ def create(
         "operation": operation,
         "uri": address.uri,
     }
-    return conn.execute(query("create_record"), params).fetchone()
+    return sql_files.one(conn, "create_record", params)
 
 
 def change(
@@ -212,7 +211,7 @@ def change(
         "operation": operation,
         "uri": address.uri,
     }
-    row = conn.execute(query("change_record"), params).fetchone()
+    row = sql_files.one(conn, "change_record", params)
     if row is None:
         raise conflict_or_gone(conn, caller, record_id)
     return row

@@ -41,5 +41,10 @@ def rows(conn: psycopg.Connection[Any], name: str, params: Params = None) -> lis
 
 
 def run(conn: psycopg.Connection[Any], name: str, params: Params = None) -> int:
-    """A statement run for its effect; the number of rows it touched."""
+    """A statement run for its effect; the number of rows it touched.
+
+    Inside a pipeline (request transactions) nothing is fetched: the statement is
+    queued, its errors surface at the next fetch or at ``COMMIT``, and the count is
+    not known yet (-1).
+    """
     return cursor(conn, name, params).rowcount

@@ -5,13 +5,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from . import sql_files
 from .caller import Caller, Deadline
 from .contexts import ListeningContext
 from .db import Database
 from .errors import ContextUnavailable
 from .grants import effective_grants
 from .ranking import DeterministicRanker, Ranker
-from .sql_files import query
 
 
 @dataclass(slots=True)
@@ -53,10 +53,11 @@ def resolve_caller(
     listen from ``context`` in a workspace whose memory feature is on.
     """
     with db.connection(deadline) as conn:  # one statement, no transaction around it
-        row = conn.execute(
-            query("resolve_caller"),
+        row = sql_files.one(
+            conn,
+            "resolve_caller",
             {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
-        ).fetchone()
+        )
     if row is None:
         return None
     if row["memory_enabled"] and not row["context_allowed"]:

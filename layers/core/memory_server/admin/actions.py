@@ -19,13 +19,13 @@ from typing import Any
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
+from .. import sql_files
 from ..caller import Caller, Deadline
 from ..contexts import parse_context
 from ..db import Connection, Database
 from ..errors import AdminError, ToolError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..records import iso
-from ..sql_files import query
 from . import models as m
 from .errors import conflict, invalid_field, missing
 from .identity import Directory
@@ -44,15 +44,16 @@ def _reading(db: Database, caller: Caller) -> Iterator[Connection]:
 @contextmanager
 def _changing(db: Database, caller: Caller) -> Iterator[Connection]:
     with db.transaction(caller, Deadline.after(ADMIN_DEADLINE_S)) as conn:
-        conn.execute(query("admin_lock_workspace"), {"workspace_id": caller.workspace_id})
+        sql_files.run(conn, "admin_lock_workspace", {"workspace_id": caller.workspace_id})
         yield conn
 
 
 def _record(
     conn: Connection, caller: Caller, operation: str, path: str, details: dict[str, Any]
 ) -> None:
-    conn.execute(
-        query("admin_record_event"),
+    sql_files.run(
+        conn,
+        "admin_record_event",
         {
             "workspace_id": caller.workspace_id,
             "uri": ADMIN_URI + path,
@@ -66,8 +67,7 @@ def _record(
 
 
 def _require_an_admin(conn: Connection, caller: Caller) -> None:
-    row = conn.execute(query("admin_count_admins"), {"workspace_id": caller.workspace_id})
-    found = row.fetchone()
+    found = sql_files.one(conn, "admin_count_admins", {"workspace_id": caller.workspace_id})
     if found is None or found["admins"] == 0:
         # Raising rolls the change back: nobody could administer the workspace after it.
         raise conflict("the workspace must keep at least one member with the admin grant")
@@ -90,23 +90,20 @@ def _member(row: dict[str, Any]) -> m.Member:
 
 def get_memory(db: Database, caller: Caller) -> m.MemoryFeature:
     with _reading(db, caller) as conn:
-        row = conn.execute(
-            query("admin_get_memory"), {"workspace_id": caller.workspace_id}
-        ).fetchone()
+        row = sql_files.one(conn, "admin_get_memory", {"workspace_id": caller.workspace_id})
     assert row is not None  # the caller was just resolved as a member
     return m.MemoryFeature(enabled=row["memory_enabled"])
 
 
 def set_memory(db: Database, caller: Caller, body: m.MemoryFeatureIn) -> m.MemoryFeature:
     with _changing(db, caller) as conn:
-        current = conn.execute(
-            query("admin_get_memory"), {"workspace_id": caller.workspace_id}
-        ).fetchone()
+        current = sql_files.one(conn, "admin_get_memory", {"workspace_id": caller.workspace_id})
         assert current is not None
         if current["memory_enabled"] == body.enabled:
             return m.MemoryFeature(enabled=body.enabled)
-        conn.execute(
-            query("admin_set_memory"),
+        sql_files.run(
+            conn,
+            "admin_set_memory",
             {"workspace_id": caller.workspace_id, "enabled": body.enabled},
         )
         _record(
@@ -124,9 +121,7 @@ def set_memory(db: Database, caller: Caller, body: m.MemoryFeatureIn) -> m.Memor
 
 def list_members(db: Database, caller: Caller) -> m.MemberList:
     with _reading(db, caller) as conn:
-        rows = conn.execute(
-            query("admin_list_members"), {"workspace_id": caller.workspace_id}
-        ).fetchall()
+        rows = sql_files.rows(conn, "admin_list_members", {"workspace_id": caller.workspace_id})
     return m.MemberList(members=[_member(row) for row in rows])
 
 
@@ -136,16 +131,15 @@ def put_member(
     """Add or change a member; returns the member and whether it was added."""
     ws = caller.workspace_id
     with _changing(db, caller) as conn:
-        existing = conn.execute(
-            query("admin_member"), {"workspace_id": ws, "subject": subject}
-        ).fetchone()
+        existing = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
         if existing is not None:
             principal_id, kind = existing["principal_id"], existing["kind"]
         else:
-            found = conn.execute(
-                query("admin_principal"),
+            found = sql_files.one(
+                conn,
+                "admin_principal",
                 {"kind": body.kind, "subject": subject, "handle": body.handle},
-            ).fetchone()
+            )
             if found is None:
                 if body.kind is None or body.handle is None:
                     raise invalid_field(
@@ -176,15 +170,16 @@ def put_member(
             and existing["personal_namespace"] == personal
         ):
             return _member(existing), False
-        saved = conn.execute(
-            query("admin_put_member"),
+        saved = sql_files.one(
+            conn,
+            "admin_put_member",
             {
                 "workspace_id": ws,
                 "principal_id": principal_id,
                 "grants": grants,
                 "personal_namespace": personal,
             },
-        ).fetchone()
+        )
         assert saved is not None
         _require_an_admin(conn, caller)
         details: dict[str, Any] = {
@@ -202,8 +197,7 @@ def put_member(
             f"members/{principal_id}",
             details,
         )
-        member = conn.execute(query("admin_member"), {"workspace_id": ws, "subject": subject})
-        row = member.fetchone()
+        row = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
     assert row is not None
     return _member(row), existing is None
 
@@ -211,9 +205,7 @@ def put_member(
 def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved:
     ws = caller.workspace_id
     with _changing(db, caller) as conn:
-        existing = conn.execute(
-            query("admin_member"), {"workspace_id": ws, "subject": subject}
-        ).fetchone()
+        existing = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
         if existing is None:
             raise missing("member")
         if existing["agent_key"]:
@@ -221,8 +213,9 @@ def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved
                 "this member is an agent key: revoke it with DELETE …/admin/agent-keys/"
                 f"{subject}, which also deletes its app client"
             )
-        conn.execute(
-            query("admin_remove_member"),
+        sql_files.run(
+            conn,
+            "admin_remove_member",
             {"workspace_id": ws, "principal_id": existing["principal_id"]},
         )
         _require_an_admin(conn, caller)
@@ -253,16 +246,12 @@ def _agent_key(row: dict[str, Any]) -> dict[str, Any]:
 
 def list_agent_keys(db: Database, caller: Caller) -> m.AgentKeyList:
     with _reading(db, caller) as conn:
-        rows = conn.execute(
-            query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
-        ).fetchall()
+        rows = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
     return m.AgentKeyList(agent_keys=[m.AgentKey(**_agent_key(row)) for row in rows])
 
 
 def _live_key(conn: Connection, caller: Caller, client_id: str) -> dict[str, Any] | None:
-    rows = conn.execute(
-        query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
-    ).fetchall()
+    rows = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
     return next((row for row in rows if row["client_id"] == client_id), None)
 
 
@@ -285,24 +274,24 @@ def create_agent_key(
     wanted = grants_from_scopes(body.scopes)
     scopes = [GRANT_SCOPES[g] for g in ALL_GRANTS if g in wanted]  # canonical order
     with _reading(db, caller) as conn:
-        names = conn.execute(
-            query("admin_list_agent_keys"), {"workspace_id": caller.workspace_id}
-        ).fetchall()
+        names = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
     if any(row["name"] == body.name for row in names):
         raise conflict(f"a live agent key named {body.name!r} exists in this workspace")
     # Cognito client names allow [\w\s+=,.@-]; the slug and the key name fit.
     client_id, secret = directory.create_agent_client(f"{caller.workspace}.{body.name}", scopes)
     try:
         with _changing(db, caller) as conn:
-            created = conn.execute(
-                query("admin_create_agent_key"),
+            created = sql_files.one(
+                conn,
+                "admin_create_agent_key",
                 {"client_id": client_id, "name": body.name, "scopes": scopes},
-            ).fetchone()
+            )
             assert created is not None
             principal_id = created["principal_id"]
             grants = sorted_grants(grants_from_scopes(scopes))
-            conn.execute(
-                query("admin_put_member"),
+            sql_files.run(
+                conn,
+                "admin_put_member",
                 {
                     "workspace_id": caller.workspace_id,
                     "principal_id": principal_id,
@@ -346,8 +335,7 @@ def revoke_agent_key(
             raise missing("agent key")
     deleted = directory.delete_agent_client(client_id) if directory is not None else False
     with _changing(db, caller) as conn:
-        revoked = conn.execute(query("admin_revoke_agent_key"), {"client_id": client_id})
-        row = revoked.fetchone()
+        row = sql_files.one(conn, "admin_revoke_agent_key", {"client_id": client_id})
         if row is None or row["principal_id"] is None:
             raise missing("agent key")  # revoked concurrently
         _record(
@@ -379,10 +367,10 @@ def _registrable(context_key: str) -> tuple[str, str]:
 
 def list_contexts(db: Database, caller: Caller) -> m.ContextList:
     with _reading(db, caller) as conn:
-        registered = conn.execute(
-            query("admin_list_contexts"), {"workspace_id": caller.workspace_id}
-        ).fetchall()
-        usage = conn.execute(query("admin_context_usage")).fetchall()
+        registered = sql_files.rows(
+            conn, "admin_list_contexts", {"workspace_id": caller.workspace_id}
+        )
+        usage = sql_files.rows(conn, "admin_context_usage")
     return m.ContextList(
         contexts=[
             m.RegisteredContext(
@@ -404,9 +392,9 @@ def put_context(
     key, kind = _registrable(context_key)
     ws = caller.workspace_id
     with _changing(db, caller) as conn:
-        found = conn.execute(
-            query("admin_member_ids"), {"workspace_id": ws, "subjects": list(body.members)}
-        ).fetchall()
+        found = sql_files.rows(
+            conn, "admin_member_ids", {"workspace_id": ws, "subjects": list(body.members)}
+        )
         ids = {row["subject"]: row["id"] for row in found}
         missing = [s for s in body.members if s not in ids]
         if missing:
@@ -414,12 +402,13 @@ def put_context(
                 "members", "workspace_members", f"not members of this workspace: {missing}"
             )
         members = [ids[s] for s in body.members]
-        before = conn.execute(query("admin_list_contexts"), {"workspace_id": ws}).fetchall()
+        before = sql_files.rows(conn, "admin_list_contexts", {"workspace_id": ws})
         previous = next((row for row in before if row["context_key"] == key), None)
         if previous is not None and sorted(previous["members"]) == sorted(body.members):
             return _registered(previous)
-        conn.execute(
-            query("admin_put_context"),
+        sql_files.run(
+            conn,
+            "admin_put_context",
             {"workspace_id": ws, "context_key": key, "kind": kind, "members": members},
         )
         _record(
@@ -429,7 +418,7 @@ def put_context(
             f"contexts/{key}",
             {"context": key, "members": sorted(str(i) for i in members)},
         )
-        after = conn.execute(query("admin_list_contexts"), {"workspace_id": ws}).fetchall()
+        after = sql_files.rows(conn, "admin_list_contexts", {"workspace_id": ws})
     return _registered(next(row for row in after if row["context_key"] == key))
 
 
@@ -445,9 +434,9 @@ def _registered(row: dict[str, Any]) -> m.RegisteredContext:
 def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextRemoved:
     key, _ = _registrable(context_key)
     with _changing(db, caller) as conn:
-        gone = conn.execute(
-            query("admin_remove_context"), {"workspace_id": caller.workspace_id, "context_key": key}
-        ).fetchone()
+        gone = sql_files.one(
+            conn, "admin_remove_context", {"workspace_id": caller.workspace_id, "context_key": key}
+        )
         if gone is None:
             raise missing("registered context")
         _record(conn, caller, "context.unregister", f"contexts/{key}", {"context": key})
@@ -462,14 +451,15 @@ _NIL = uuid.UUID(int=0)
 def audit_page(db: Database, caller: Caller, params: m.AuditQuery) -> m.AuditPage:
     """Newest first; ``next_cursor`` continues below the last event shown."""
     with _reading(db, caller) as conn:
-        rows = conn.execute(
-            query("admin_audit_page"),
+        rows = sql_files.rows(
+            conn,
+            "admin_audit_page",
             {
                 "workspace_id": caller.workspace_id,
                 "before": int(params.cursor) if params.cursor else None,
                 "limit": params.limit + 1,
             },
-        ).fetchall()
+        )
     events = [
         m.AuditEvent(
             id=row["id"],

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import sql_files
 from ..addresses import parse_record_address
 from ..caller import Caller, Deadline
 from ..errors import not_found
 from ..models import DeleteArgs
 from ..records import conflict, conflict_or_gone, resolve, uri_of, view
-from ..sql_files import query
 from ..store import Store
 
 
@@ -25,15 +25,16 @@ def memory_delete(
         if current["revision"] != args.expected_revision:
             raise conflict(current["revision"])
         uri = uri_of(caller, current)
-        row = conn.execute(
-            query("delete_record"),
+        row = sql_files.one(
+            conn,
+            "delete_record",
             {
                 **view(caller),
                 "id": current["id"],
                 "expected_revision": args.expected_revision,
                 "uri": uri,
             },
-        ).fetchone()
+        )
         if row is None:
             raise conflict_or_gone(conn, caller, current["id"])
         return {"uri": uri, "id": str(row["id"]), "deleted_revision": row["revision"]}

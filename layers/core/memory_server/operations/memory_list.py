@@ -15,7 +15,6 @@ from ..grants import sorted_grants
 from ..models import ListArgs
 from ..records import summary, view
 from ..results import ListPage
-from ..sql_files import query
 from ..store import Store
 
 _PATH_END = "\U0010ffff"  # above every valid path under the C collation
@@ -51,7 +50,7 @@ def memory_list(
         "after_id": after[3],
         "limit": args.limit + 1,
     }
-    rows = store.db.read(caller, deadline or Deadline(), query("list_page"), params)
+    rows = store.db.read(caller, deadline or Deadline(), "list_page", params)
 
     page = rows[: args.limit]
     return ListPage(

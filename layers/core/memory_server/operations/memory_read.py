@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import sql_files
 from ..addresses import Address, RevisionAddress, parse_address
 from ..budget import utf8_window
 from ..caller import Caller, Deadline
@@ -12,7 +13,6 @@ from ..errors import not_found
 from ..limits import HISTORY_LIMIT
 from ..models import ReadArgs
 from ..records import iso, resolve_statement, uri_of, view
-from ..sql_files import query
 from ..store import Store
 
 
@@ -24,7 +24,7 @@ def memory_read(
     history = None
     if args.history:
         with store.db.transaction(caller, deadline, read_only=True) as conn:
-            row = _one(conn.execute(*_statement(caller, address)).fetchall(), address)
+            row = _one(sql_files.rows(conn, *_statement(caller, address)), address)
             history = _history(conn, caller, row)
     else:  # one statement: one round trip
         row = _one(store.db.read(caller, deadline, *_statement(caller, address)), address)
@@ -66,10 +66,11 @@ def read_revision(
     }
 
 
-def _statement(caller: Caller, address: Address) -> tuple[bytes, dict[str, Any]]:
+def _statement(caller: Caller, address: Address) -> tuple[str, dict[str, Any]]:
+    """The name and parameters of the statement that reads the address."""
     if isinstance(address, RevisionAddress):
         params = {**view(caller), "id": address.id, "revision": address.revision}
-        return query("read_revision"), params
+        return "read_revision", params
     return resolve_statement(caller, address)
 
 
@@ -90,9 +91,9 @@ def _one(rows: list[dict[str, Any]], address: Address) -> dict[str, Any]:
 
 
 def _history(conn: Connection, caller: Caller, row: dict[str, Any]) -> list[dict[str, Any]]:
-    entries = conn.execute(
-        query("history"), {**view(caller), "id": row["id"], "limit": HISTORY_LIMIT}
-    ).fetchall()
+    entries = sql_files.rows(
+        conn, "history", {**view(caller), "id": row["id"], "limit": HISTORY_LIMIT}
+    )
     return [
         {
             "revision": entry["revision"],

@@ -15,6 +15,7 @@ from typing import Any
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
+from .. import sql_files
 from ..addresses import RecordAddress, parse_path_address
 from ..caller import Caller, Deadline
 from ..contexts import parse_target_context
@@ -30,7 +31,6 @@ from ..records import (
     resolve,
     view,
 )
-from ..sql_files import query
 from ..store import Store
 
 _ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
@@ -86,9 +86,9 @@ def _remember_once(
     key: dict[str, str],
 ) -> dict[str, Any]:
     params = {**view(caller), **key}
-    claimed = conn.execute(query("claim_idempotency_key"), params).fetchone()
+    claimed = sql_files.one(conn, "claim_idempotency_key", params)
     if claimed is None:
-        previous = conn.execute(query("read_idempotency_key"), params).fetchone()
+        previous = sql_files.one(conn, "read_idempotency_key", params)
         if previous is None or previous["result"] is None:
             raise ToolError("unavailable", "a request with this key is still in flight; retry")
         if previous["request_hash"] != key["request_hash"]:
@@ -120,9 +120,7 @@ def _remember_once(
             "merged": True,
         }
     else:
-        locked = conn.execute(
-            query("lock_record"), {**view(caller), "id": current["id"]}
-        ).fetchone()
+        locked = sql_files.one(conn, "lock_record", {**view(caller), "id": current["id"]})
         if locked is None:
             raise _Retry()  # deleted or moved away meanwhile
         if _contains_fact(locked["body"], fact):
@@ -157,7 +155,7 @@ def _remember_once(
                 "revision": row["revision"],
                 "merged": True,
             }
-    conn.execute(query("store_idempotency_result"), {**params, "result": Jsonb(result)})
+    sql_files.run(conn, "store_idempotency_result", {**params, "result": Jsonb(result)})
     return {**result, "replayed": False}
 
 

@@ -19,7 +19,6 @@ from ..models import SearchArgs
 from ..ranking import Candidate
 from ..records import check_text, summary, view
 from ..results import Hit, SearchResult
-from ..sql_files import query
 from ..store import Store
 
 
@@ -46,19 +45,19 @@ def memory_search(
     }
     ranked: list[Candidate] = []
 
-    def hydration(rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]] | None:
+    def hydration(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
         offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
         ranked.extend(store.ranker.rank(args.query, offered, limit)[:limit])
         if not ranked:
             return None
-        return query("hydrate_hits"), {**params, "ids": [c.id for c in ranked]}
+        return "hydrate_hits", {**params, "ids": [c.id for c in ranked]}
 
     # One snapshot for both phases, so a concurrent delete cannot trip the assertion;
     # the ranker runs between them, and the hydration travels with the commit.
     hydrated = store.db.read(
         caller,
         deadline or Deadline(),
-        query("search_candidates"),
+        "search_candidates",
         params,
         then=hydration,
         isolation="repeatable read",

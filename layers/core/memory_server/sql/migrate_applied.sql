@@ -1,0 +1,1 @@
+SELECT name, checksum FROM schema_migrations

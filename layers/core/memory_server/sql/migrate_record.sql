@@ -1,0 +1,1 @@
+INSERT INTO schema_migrations (name, checksum) VALUES (%(name)s, %(checksum)s)
