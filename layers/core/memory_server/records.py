@@ -162,6 +162,21 @@ def conflict(current_revision: int) -> ToolError:
     )
 
 
+def _content(
+    address: RecordAddress, body: str, source: str | None, operation: Operation
+) -> dict[str, Any]:
+    """The parameters a new revision's content takes, for create and change alike."""
+    return {
+        "kind": address.kind,
+        "path": address.path,
+        "title": derive_title(address.kind, address.path, body),
+        "body": body,
+        "source": source,
+        "operation": operation,
+        "uri": address.uri,
+    }
+
+
 def create(
     conn: Connection,
     caller: Caller,
@@ -174,15 +189,9 @@ def create(
 ) -> dict[str, Any] | None:
     params = {
         **view(caller),
+        **_content(address, body, source, operation),
         "owner_id": caller.owner_for(address.namespace),
         "context_key": context_key,
-        "kind": address.kind,
-        "path": address.path,
-        "title": derive_title(address.kind, address.path, body),
-        "body": body,
-        "source": source,
-        "operation": operation,
-        "uri": address.uri,
     }
     return sql_files.one(conn, "create_record", params)
 
@@ -201,15 +210,9 @@ def change(
     """Conditionally replace a visible record's address and body; raise on conflict."""
     params = {
         **view(caller),
+        **_content(address, body, source, operation),
         "id": record_id,
         "expected_revision": expected_revision,
-        "kind": address.kind,
-        "path": address.path,
-        "title": derive_title(address.kind, address.path, body),
-        "body": body,
-        "source": source,
-        "operation": operation,
-        "uri": address.uri,
     }
     row = sql_files.one(conn, "change_record", params)
     if row is None:

@@ -12,7 +12,7 @@ from ..db import Connection
 from ..errors import not_found
 from ..limits import HISTORY_LIMIT
 from ..models import ReadArgs
-from ..records import iso, resolve_statement, uri_of, view
+from ..records import iso, resolve_statement, summary, uri_of, view
 from ..store import Store
 
 
@@ -31,19 +31,13 @@ def memory_read(
 
     content, next_offset = utf8_window(row["body"], args.offset, args.max_bytes)
     result: dict[str, Any] = {
-        "uri": uri_of(caller, row),
-        "id": str(row["id"]),
-        "kind": row["kind"],
-        "title": row["title"],
-        "context": row["context_key"],
-        "revision": row["revision"],
+        **summary(caller, row),
         "content": content,
         "offset": args.offset,
         "next_offset": next_offset,
         "truncated": next_offset is not None,
         "created_at": iso(row["created_at"]),
         "created_by": row["created_by"],
-        "updated_at": iso(row["updated_at"]),
         "updated_by": row["updated_by"],
         "source": row["source"],
     }
