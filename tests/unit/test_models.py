@@ -90,7 +90,7 @@ def test_arguments_must_be_an_object(raw: Any) -> None:
 def test_models_are_frozen() -> None:
     args = parse_args(ListArgs, {})
     with pytest.raises(ValueError, match="frozen"):
-        args.limit = 5  # type: ignore[misc]
+        args.limit = 5
 
 
 @pytest.mark.parametrize(
