@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install dev test lint typecheck bench clean
+.PHONY: install dev test test-fast lint typecheck bench clean
 # The official MCP conformance suite (npm), run by the tests on Node.js from a pinned wheel.
 CONFORMANCE_VERSION := 0.1.16
 CONFORMANCE := $(VENV)/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
@@ -34,6 +34,10 @@ typecheck: $(STAMP)
 
 test: lint typecheck $(CONFORMANCE)
 	$(BIN)/pytest
+
+# Lint, types and every test not marked slow (see docs/endpoint.md): a quick check.
+test-fast: $(STAMP) lint typecheck
+	$(BIN)/pytest -m "not slow"
 
 # Benchmark against a 1,000,000-record corpus (see docs/performance.md).
 bench: $(STAMP)

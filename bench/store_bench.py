@@ -45,9 +45,10 @@ from memory_server.contexts import parse_context
 from memory_server.db import Connection, Database, request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
-from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
+from memory_server.models import ReadArgs, WriteArgs
 from memory_server.models import parse_args as tool_args
-from memory_server.operations import memory_list, memory_read, memory_search, memory_write
+from memory_server.operations import memory_read, memory_write
+from memory_server.protocol.tools import ToolTable
 from memory_server.ranking import Candidate, DeterministicRanker
 from memory_server.records import change, derive_title, resolve, resolve_statement, view
 from memory_server.sql_files import query
@@ -233,6 +234,7 @@ class Bench:
         # a warm Lambda container's connection.
         self.db = Database(cluster.runtime_url, min_size=1, max_size=1)
         self.store = Store(self.db, cursor_secret=secrets.token_bytes(32))
+        self.tools = ToolTable(self.store)
         # Like the product's pool, no server-side prepared statements: every floor
         # statement is planned for its values too, so the ratio compares designs.
         self.admin = psycopg.connect(cluster.admin_url, autocommit=True, prepare_threshold=None)
@@ -443,9 +445,9 @@ class Bench:
     def bench_search(self, name: str, term: str) -> dict[str, dict[str, float]]:
         caller = self.reader
 
-        def search(_: int) -> object:
-            args = tool_args(SearchArgs, {"query": term})
-            return memory_search(self.store, caller, args, _deadline())
+        def search(_: int) -> dict[str, Any]:
+            # Validation, the domain call and the byte budget: a tool call less its JSON-RPC.
+            return self.tools.run("memory_search", caller, {"query": term}, _deadline())
 
         def sql_rls(_: int) -> object:
             return self.search_sql(caller, term)
@@ -478,7 +480,7 @@ class Bench:
         params = self.list_params(caller)
 
         def list_page(_: int) -> dict[str, Any]:
-            return memory_list(self.store, caller, tool_args(ListArgs, {}), _deadline())
+            return self.tools.run("memory_list", caller, {}, _deadline())
 
         def sql_rls(_: int) -> object:
             return self.db.read(caller, _deadline(), "list_page", params)
@@ -568,8 +570,7 @@ class Bench:
         caller = self.reader
 
         def search(_: int) -> object:
-            args = tool_args(SearchArgs, {"query": RARE_TERM})
-            return memory_search(self.store, caller, args, _deadline())
+            return self.tools.run("memory_search", caller, {"query": RARE_TERM}, _deadline())
 
         print(f"search_rare after {PENDING_WRITES} writes elsewhere:", file=sys.stderr)
         stats = measure("operation", search, self.timing)

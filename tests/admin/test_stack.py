@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2
 import psycopg
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_server.admin import operators
@@ -179,6 +180,7 @@ def write(stack: Any, token: str, workspace: str, context: str, uri: str, conten
     assert response.status_code == 200 and not response.json()["result"]["isError"], response.text
 
 
+@pytest.mark.slow
 def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     tag = uuid.uuid4().hex[:8]
     source, target = f"ctl-{tag}", f"ctl-copy-{tag}"

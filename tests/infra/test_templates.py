@@ -60,6 +60,7 @@ def lint() -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cfn_lint_passes_on_every_template(lint: subprocess.CompletedProcess[str]) -> None:
     findings = json.loads(lint.stdout or "[]")
     described = [

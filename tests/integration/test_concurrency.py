@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from memory_server.errors import ToolError
 
+pytestmark = pytest.mark.slow  # threads racing on real transactions
+
 
 def race(n: int, fn) -> list[Any]:  # type: ignore[no-untyped-def]
     """Run ``fn(i)`` on ``n`` threads released together; collect results or ToolErrors."""

@@ -18,7 +18,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from tests.proof.support import Inspector, Result, event_keys, invoke, mcp_client, run
+
+pytestmark = pytest.mark.slow  # 64 racing clients: seconds per test
 
 CLIENTS = 64
 OPS_PER_CLIENT = 2

@@ -44,6 +44,8 @@ from tests.proof.support import (
     tool_call,
 )
 
+pytestmark = pytest.mark.slow  # killed connections, timeouts, failing services
+
 DEADLINE_S = 3.0  # docs/contract.md §6: the default per-call deadline
 SLACK_S = 1.0  # scheduling on a loaded 2-core machine
 CLEAR = {"unavailable", "timeout"}

@@ -240,6 +240,7 @@ def no_writes(inspector: Inspector, before: dict[str, int]) -> None:
 # -- generated bodies --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_bodies_never_break_the_server(stack: Any, inspector: Inspector) -> None:
     """Any bytes at all, as alice (every grant): a 4xx or a JSON-RPC answer, no 5xx,
     no trace, no write."""
@@ -300,6 +301,7 @@ def corrupted_mutation(
     return tool, arguments
 
 
+@pytest.mark.slow
 def test_corrupted_mutations_are_refused_without_a_write(
     stack: Any, inspector: Inspector, target: dict[str, Any], run_id: str
 ) -> None:
@@ -321,6 +323,7 @@ def test_corrupted_mutations_are_refused_without_a_write(
     assert current == 1  # the target survived every corrupted call
 
 
+@pytest.mark.slow
 def test_hostile_read_arguments_reveal_nothing(
     stack: Any, inspector: Inspector, secrets_: dict[str, str]
 ) -> None:
@@ -359,6 +362,7 @@ hostile_contexts = st.one_of(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_hostile_contexts_never_widen_the_view(stack: Any, secrets_: dict[str, str]) -> None:
     """A Memory-Context header (or ``context`` query parameter) that is not exactly
     a context the caller may use gets 400 or the one 403, or a view without the
@@ -434,6 +438,7 @@ def test_non_canonical_paths_are_refused_never_rewritten(
     assert body == "canonical"
 
 
+@pytest.mark.slow
 def test_confusable_names_are_other_records_and_other_contexts(
     stack: Any, secrets_: dict[str, str], run_id: str
 ) -> None:
@@ -477,6 +482,7 @@ METACHARACTERS = [*"'\";\\$%_&|!():*<->-{}[],.@#=+/`~^?", "or", "and", " ", "DRO
 metachar_text = st.lists(st.sampled_from(METACHARACTERS), min_size=1, max_size=30).map("".join)
 
 
+@pytest.mark.slow
 def test_search_metacharacters_are_plain_text(stack: Any, inspector: Inspector) -> None:
     """Every query is a search, never SQL, never a tsquery syntax error: a result
     or invalid_argument, and nothing changes."""
@@ -496,6 +502,7 @@ def test_search_metacharacters_are_plain_text(stack: Any, inspector: Inspector) 
     check()
 
 
+@pytest.mark.slow
 def test_metacharacters_in_content_round_trip_exactly(stack: Any, run_id: str) -> None:
     @bounded(25)
     @given(content=st.text(max_size=300).filter(lambda t: "\x00" not in t) | metachar_text)

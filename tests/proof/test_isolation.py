@@ -45,6 +45,8 @@ from tests.proof.support import (
     tool_call,
 )
 
+pytestmark = pytest.mark.slow  # a generated matrix over the stack: seconds per test
+
 T = TypeVar("T")
 KIND = {"me": "memories", "workspace": "notes"}
 OBSERVERS = [cell for cell in all_cells() if endpoint_status(cell) == 200]

@@ -19,7 +19,11 @@ from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
 from typing import Any
 
+import pytest
+
 from tests.proof.support import Inspector, Result, invoke, marker_word, mcp_client, run
+
+pytestmark = pytest.mark.slow  # a timed load run (LOAD_SECONDS)
 
 CLIENTS = int(os.environ.get("LOAD_CLIENTS", "16"))
 SECONDS = float(os.environ.get("LOAD_SECONDS", "10"))

@@ -42,6 +42,8 @@ from tests.proof.support import (
     tool_call,
 )
 
+pytestmark = pytest.mark.slow  # every refused mutation by every principal: seconds per test
+
 KIND = {"me": "memories", "workspace": "notes"}
 # (name, writer, workspace, context, namespace): records the attempts aim at.
 TARGETS = (

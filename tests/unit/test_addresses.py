@@ -10,11 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_server.addresses import (
     IdAddress,
+    Prefix,
     RecordAddress,
     RevisionAddress,
     parse_address,
     parse_path,
+    parse_path_address,
     parse_prefix,
+    parse_record_address,
 )
 from memory_server.errors import ToolError
 
@@ -111,3 +114,152 @@ def test_prefixes_end_at_segment_boundaries() -> None:
     ):
         with pytest.raises(ToolError):
             parse_prefix(bad)
+
+
+# -- boundaries, the address kinds, and prefixes in detail ---------------------------
+
+
+def _refused(call, *args) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(ToolError) as caught:
+        call(*args)
+    assert caught.value.code == "invalid_argument"
+    return caught.value.message
+
+
+def test_limits_are_inclusive() -> None:
+    eight = "/".join(["a"] * 7 + ["b.md"])
+    assert parse_path(eight) == eight
+    assert "more than 8 segments" in _refused(parse_path, "a/" + eight)
+    long_segment = "a" * 64
+    assert parse_path(f"{long_segment}/b.md") == f"{long_segment}/b.md"
+    assert "longer than 64" in _refused(parse_path, f"a{long_segment}/b.md")
+    # 84 + 84 + 80 bytes of two-byte characters, three slashes, a 5-byte file name.
+    path = "/".join(["é" * 42, "é" * 42, "é" * 40, "xy.md"])
+    assert len(path.encode()) == 256 and parse_path(path) == path
+    assert "256 UTF-8 bytes" in _refused(parse_path, "x" + path)
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("", "non-empty string"),
+        (".md", "extension"),
+        ("..md", "extension"),
+        ("a.", "extension"),
+        ("notes", "extension"),
+        ("a/b", "extension"),
+        ("/a.md", "start or end"),
+        ("a:b.md", "':' (U+003A COLON)"),
+        ("a+b.md", "'+' (U+002B PLUS SIGN)"),
+        ("a\u00a0b.md", "U+00A0 (control, space or invisible"),
+        ("a\x07.md", "U+0007 (control, space or invisible"),
+        ("a%20b.md", "percent-escapes are not allowed"),
+        ("\u1100\u1161.md", "NFC"),  # two letters that NFC composes into one
+        ("\uf900.md", "NFC"),  # a compatibility ideograph NFC replaces
+    ],
+)
+def test_path_rules_name_what_is_wrong(path: str, rule: str) -> None:
+    assert rule in _refused(parse_path, path)
+
+
+def test_accepted_paths_keep_their_spelling() -> None:
+    for path in (
+        "a.md",
+        "a.b.c",
+        "-_.x/y.md",
+        "日本/ノート.md",
+        "é/ü.md",
+        "v1.2/release-notes.txt",
+    ):
+        assert parse_path(path) == path
+    assert parse_path("a.md", what="new_uri path") == "a.md"
+    assert _refused(lambda: parse_path("a//b.md", what="new_uri path")).startswith("new_uri path")
+
+
+def test_skills_need_a_folder_and_other_kinds_do_not() -> None:
+    skill = parse_address("memory://me/skills/review/SKILL.md")
+    assert skill == RecordAddress("me", "skills", "review/SKILL.md")
+    assert parse_address("memory://me/memories/top.md") == RecordAddress("me", "memories", "top.md")
+    assert "skills live in a folder" in _refused(parse_address, "memory://me/skills/x.md")
+
+
+@pytest.mark.parametrize(
+    ("uri", "rule"),
+    [
+        (None, "must start with memory://"),
+        (5, "must start with memory://"),
+        ("memory://", "namespace must be one of"),
+        ("memory://workspace", "kind must be one of"),
+        ("memory://workspace/Notes/a.md", "kind must be one of"),
+        ("memory://team/notes/a.md", "namespace must be one of"),
+        ("memory://record/", "UUID"),
+        ("memory://record/{id}/revisions/0", "positive integer"),
+        ("memory://record/{id}/revisions/12345678901", "positive integer"),
+        ("memory://record/{id}/revisions/-1", "positive integer"),
+        ("memory://record/{id}/revisions", "memory://record/{{id}}"),
+        ("memory://record/{id}/history/1", "memory://record/{{id}}"),
+        ("memory://record/{id}/", "memory://record/{{id}}"),
+        ("memory://record/{id}/revisions/1/x", "memory://record/{{id}}"),
+    ],
+)
+def test_malformed_addresses(uri: object, rule: str) -> None:
+    rid = "0b9f3c1e-0000-4000-8000-000000000000"
+    if isinstance(uri, str):
+        uri = uri.replace("{id}", rid)
+        rule = rule.replace("{{id}}", "{id}")
+    assert rule in _refused(parse_address, uri)
+
+
+def test_the_name_of_the_argument_is_in_the_message() -> None:
+    assert _refused(lambda: parse_address("x", what="new_uri")) == (
+        "new_uri must start with memory://"
+    )
+
+
+def test_uris_are_rebuilt_exactly() -> None:
+    rid = uuid.UUID("0b9f3c1e-0000-4000-8000-000000000000")
+    assert IdAddress(rid).uri == f"memory://record/{rid}"
+    assert RevisionAddress(rid, 3).uri == f"memory://record/{rid}/revisions/3"
+    assert RecordAddress("me", "notes", "a/b.md").uri == "memory://me/notes/a/b.md"
+    revision = parse_address(f"memory://record/{rid}/revisions/1234567890")
+    assert revision == RevisionAddress(rid, 1234567890)
+
+
+def test_revisions_are_read_only_and_ids_are_not_paths() -> None:
+    rid = uuid.uuid4()
+    assert parse_record_address(f"memory://record/{rid}") == IdAddress(rid)
+    assert parse_record_address("memory://me/notes/a.md") == RecordAddress("me", "notes", "a.md")
+    message = _refused(parse_record_address, f"memory://record/{rid}/revisions/2")
+    assert message == "uri names a revision, which is read-only"
+    assert parse_path_address("memory://workspace/notes/a.md").namespace == "workspace"
+    for uri in (f"memory://record/{rid}", f"memory://record/{rid}/revisions/2"):
+        message = _refused(parse_path_address, uri)
+        assert message == "uri must be a memory://me/… or memory://workspace/… path"
+
+
+def test_prefix_forms() -> None:
+    assert parse_prefix("") == Prefix() == parse_prefix("memory://")
+    assert parse_prefix("memory://me/") == Prefix("me")
+    assert parse_prefix("memory://workspace/notes/") == Prefix("workspace", "notes", "")
+    seven = "memory://me/notes/" + "a/" * 7
+    assert parse_prefix(seven).folder == "a/" * 7
+    assert "more than 7 folder segments" in _refused(parse_prefix, seven + "a/")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "rule"),
+    [
+        ("workspace/", "must start with memory://"),
+        (7, "must start with memory://"),
+        ("memory://me", "segment boundary"),
+        ("memory://me/notes/a.md", "segment boundary"),
+        ("memory://record/", "namespace must be me or workspace"),
+        ("memory://me/files/", "kind must be one of"),
+        ("memory://me/notes//", "empty segment"),
+        ("memory://me/notes/a b/", "space or invisible"),
+        ("memory://me/notes/./", "'.' or '..'"),
+        ("memory://me/notes/\u1100\u1161/", "NFC"),
+    ],
+)
+def test_prefix_rules(prefix: object, rule: str) -> None:
+    assert rule in _refused(parse_prefix, prefix)

@@ -85,3 +85,86 @@ def test_ancestor_sets_are_exact_not_prefixes() -> None:
     assert parse_target_context(None, listening) == "channel:eng/thread:9"
     with pytest.raises(ToolError):
         parse_target_context("channel:en", listening)
+
+
+# -- each rule of an id, by name -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ("channel:%c3%a9", "must be percent-encoded UTF-8"),  # lowercase hex
+        ("channel:%C3%A", "must be percent-encoded UTF-8"),  # a cut escape
+        ("channel:%C0%AF", "not valid UTF-8 once decoded"),  # an overlong '/'
+        ("channel:%ED%A0%80", "not valid UTF-8 once decoded"),  # an encoded surrogate
+        ("channel:%7E", "not in canonical percent-encoding"),  # '~' must be bare
+        ("channel:%41", "not in canonical percent-encoding"),
+        ("dm:%07", "may not contain control or invisible characters"),
+        ("channel:a%E2%80%8Bb", "may not contain control or invisible characters"),  # ZWSP
+        ("channel:e%CC%81", "must be in Unicode NFC form"),
+        ("channel:" + "a" * 129, "longer than 128 bytes"),
+        ("channel:" + "%C3%A9" * 65, "longer than 128 bytes"),
+        ("channel:a/thread:b/thread:c", "thread id must be percent-encoded"),
+        ("channel:a/x", "below a channel"),
+        ("dm:", "dm id may not be empty"),
+        ("channel:a/thread:", "thread id may not be empty"),
+        ("personal", "must be empty, 'workspace'"),
+    ],
+)
+def test_each_rule_is_named(value: str, rule: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        parse_context(value)
+    assert caught.value.code == "invalid_argument"
+    assert rule in caught.value.message, caught.value.message
+
+
+def test_id_length_counts_decoded_bytes_inclusively() -> None:
+    assert parse_context("channel:" + "a" * 128).channel == "a" * 128
+    assert parse_context("dm:" + "%C3%A9" * 64).dm == "é" * 64
+
+
+def test_absent_and_empty_mean_the_workspace() -> None:
+    for value in (None, "", "workspace"):
+        parsed = parse_context(value)
+        assert (parsed.key, parsed.kind, parsed.ancestors) == (
+            "workspace",
+            "workspace",
+            ("workspace",),
+        )
+        assert parsed.channel_key is None
+    with pytest.raises(ToolError, match="context must be a string"):
+        parse_context(5)  # type: ignore[arg-type]
+
+
+def test_decoded_ids_and_channel_keys() -> None:
+    thread = parse_context("channel:caf%C3%A9/thread:1.5")
+    assert (thread.kind, thread.channel, thread.thread, thread.dm) == (
+        "thread",
+        "café",
+        "1.5",
+        None,
+    )
+    assert thread.channel_key == "channel:caf%C3%A9"
+    dm = parse_context("dm:U%2F1")
+    assert (dm.kind, dm.dm, dm.channel, dm.channel_key) == ("dm", "U/1", None, None)
+    assert parse_context("channel:a~b").channel == "a~b"
+
+
+def test_encode_id_leaves_only_unreserved_characters_bare() -> None:
+    assert encode_id("a-b._~Z9") == "a-b._~Z9"
+    assert encode_id("a/b:c d%") == "a%2Fb%3Ac%20d%25"
+    assert encode_id("é") == "%C3%A9"
+
+
+def test_target_contexts() -> None:
+    channel = parse_context("channel:eng")
+    assert parse_target_context(None, channel) == "channel:eng"
+    assert parse_target_context("", channel) == "workspace"
+    workspace = parse_context(None)
+    for below in ("channel:eng", "dm:x"):
+        with pytest.raises(ToolError, match="listening context or one of its ancestors"):
+            parse_target_context(below, workspace)
+    with pytest.raises(ToolError, match="listening context or one of its ancestors"):
+        parse_target_context("channel:eng/thread:1", channel)  # a child is not an ancestor
+    with pytest.raises(ToolError, match="must be empty, 'workspace'"):
+        parse_target_context("bogus", channel)
