@@ -51,15 +51,14 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..contexts import parse_context
-from ..errors import AdminError, ToolError
+from ..errors import AdminError
 from ..gateway_events import SLUG_PATTERN
 from ..grants import ALL_GRANTS, sorted_grants
 from ..records import iso
 from ..sql_files import Row, one, rows, run
 from .errors import conflict, invalid_field
 from .identity import Directory
-from .models import SUBJECT_PATTERN
+from .models import SUBJECT_PATTERN, registrable_context
 
 logger = logging.getLogger(__name__)
 
@@ -445,16 +444,7 @@ def register_context(
 ) -> bool:
     """Register a private channel or a DM with exactly these members (principal ids,
     members of the workspace). Returns whether anything changed."""
-    try:
-        context = parse_context(context_key)
-    except ToolError as error:
-        raise invalid_field("context", "context_syntax", error.message) from None
-    if context.kind not in ("channel", "dm"):
-        raise invalid_field(
-            "context",
-            "channel_or_dm",
-            "only channels and DMs are registered; threads follow their channel",
-        )
+    context = registrable_context(context_key)
     ids = list(dict.fromkeys(members))  # each once, in the order given
     with owner.transaction():
         _lock_workspace(owner, workspace_id)
