@@ -14,11 +14,10 @@ from .service import McpService, Settings
 ENVIRONMENT = (
     "DATABASE_URL",
     "CURSOR_SECRET",
-    "AUTH_ISSUER",
     "PUBLIC_BASE_URL",
     "IDEMPOTENCY_TABLE",
     "AUDIT_BUS_NAME",
-    "USER_POOL_ID",
+    "MANAGEMENT_FUNCTION",
 )
 
 

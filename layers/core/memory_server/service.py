@@ -17,7 +17,7 @@ from typing import Any
 
 from . import audit
 from .admin.http import AdminApi
-from .admin.identity import CognitoDirectory
+from .admin.identity import LambdaDirectory
 from .auth import Authenticator
 from .db import Database
 from .edge import Edge
@@ -39,13 +39,12 @@ INSTRUCTIONS = (
 class Settings:
     database_url: str
     cursor_secret: bytes
-    auth_issuer: str
     public_base_url: str | None = None
     idempotency_table: str | None = None
     audit_bus: str | None = None
-    # The Cognito user pool agent keys are created in (admin API); optional, so the
-    # MCP path never needs Cognito.
-    user_pool_id: str | None = None
+    # The management function that creates and deletes agent keys' app clients (the
+    # admin API); optional, and this function itself holds no Cognito permission.
+    management_function: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -55,11 +54,10 @@ class Settings:
         return cls(
             database_url=env["DATABASE_URL"],
             cursor_secret=secret.encode(),
-            auth_issuer=env["AUTH_ISSUER"],
             public_base_url=env.get("PUBLIC_BASE_URL") or None,
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
-            user_pool_id=env.get("USER_POOL_ID") or None,
+            management_function=env.get("MANAGEMENT_FUNCTION") or None,
         )
 
 
@@ -70,7 +68,7 @@ class McpService:
     events_client: Any = None
     dynamodb_client: Any = None
     observer: Observer | None = None
-    cognito_client: Any = None  # boto3 cognito-idp; made from the environment if None
+    lambda_client: Any = None  # boto3 lambda (agent keys); made from the environment if None
     edge: Edge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +79,7 @@ class McpService:
             else None
         )
         publisher = audit.Publisher(self.db, sink)
-        auth = Authenticator(self.db)
+        auth = Authenticator(self.db, self.settings.public_base_url)
 
         self.idempotency = None
         remember = None
@@ -103,18 +101,15 @@ class McpService:
         )
 
         directory = None
-        if self.settings.user_pool_id:
-            if self.cognito_client is None:
-                import boto3  # only when a user pool is configured
+        if self.settings.management_function:
+            if self.lambda_client is None:
+                import boto3  # only when agent keys are configured
 
-                self.cognito_client = boto3.client("cognito-idp")
-            directory = CognitoDirectory(self.cognito_client, self.settings.user_pool_id)
+                self.lambda_client = boto3.client("lambda")
+            directory = LambdaDirectory(self.lambda_client, self.settings.management_function)
         self.admin = AdminApi(self.db, auth, publisher, directory)
         self.edge = Edge(
-            McpRoute(auth, self.dispatcher, publisher),
-            self.admin,
-            self.settings.auth_issuer,
-            self.settings.public_base_url,
+            McpRoute(auth, self.dispatcher, publisher), self.admin, self.settings.public_base_url
         )
 
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
