@@ -87,6 +87,7 @@ class DevStack:
     gateway: ApiGateway | None = None
     app: ModuleType | None = None
     management: Management | None = None
+    lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
@@ -164,8 +165,8 @@ class DevStack:
         )
         # The admin API reaches the management function as in AWS: LambdaDirectory,
         # here over an in-process stand-in for lambda:InvokeFunction.
-        functions = LocalLambda({MANAGEMENT_FUNCTION: self.management.handle})
-        self.app.service.admin.directory = LambdaDirectory(functions, MANAGEMENT_FUNCTION)
+        self.lambdas = LocalLambda({MANAGEMENT_FUNCTION: self.management.handle})
+        self.app.service.admin.directory = LambdaDirectory(self.lambdas, MANAGEMENT_FUNCTION)
         with psycopg.connect(owner_url, autocommit=True) as owner:
             seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
         with psycopg.connect(owner_url, autocommit=True) as owner:
