@@ -137,6 +137,7 @@ class DevStack:
                 "PUBLIC_BASE_URL": base_url,
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
+                "SIGNIN_TABLE": provisioned.signin_table,
                 "DB_POOL_SIZE": "16",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_METRICS_DISABLED": "true",
@@ -160,7 +161,6 @@ class DevStack:
                 "AUTH_ISSUER": provisioned.issuer,
                 "JWKS_URL": f"{base_url}/.well-known/jwks.json",
                 "PUBLIC_BASE_URL": base_url,
-                "SIGNIN_TABLE": provisioned.signin_table,
             }
         )
         # The admin API reaches the management function as in AWS: LambdaDirectory,

@@ -22,6 +22,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
+from memory_server.signin.registry import SigninTable
 from pydantic import AnyUrl
 
 from tests.e2e.conftest import call, run
@@ -167,3 +168,7 @@ def test_sdk_client_discovers_registers_signs_in_and_calls_tools(
         e["detail"] for e in stack.aws.read_audit_events() if e["detail-type"] == "ClientRegistered"
     ]
     assert [e["client_id"] for e in registered] == [client_info.client_id]
+    # Its use is recorded (by the MCP function), so the daily sweep keeps it.
+    table = SigninTable(stack.aws.client("dynamodb"), stack.aws.provisioned.signin_table)
+    (kept,) = [r for r in table.clients() if r.client_id == client_info.client_id]
+    assert kept.last_used is not None and kept.last_used >= kept.created_at

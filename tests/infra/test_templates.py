@@ -237,12 +237,7 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
     migration = _role_actions(transformed, "MigrationRole")
     table = {"Fn::GetAtt": ["IdempotencyTable", "Arn"]}
     bus = {"Fn::GetAtt": ["AuditBus", "Arn"]}
-    for action in (
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-    ):
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"):
         assert mcp[action] == [table]
     assert mcp["events:PutEvents"] == [bus] and sweeper["events:PutEvents"] == [bus]
     assert not [a for a in sweeper if a.startswith(("dynamodb:", "secretsmanager:"))]
@@ -261,8 +256,12 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
         for a in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Scan")
     }
     assert management["events:PutEvents"] == [bus]
-    assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents", "dynamodb:UpdateItem"}
-    assert signin["dynamodb:UpdateItem"] == [signin_table]
+    assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    # The MCP function records registered clients' last use, nothing else there.
+    assert mcp["dynamodb:UpdateItem"] == [table, signin_table]
+    assert [a for a in mcp if a.startswith("dynamodb:") and signin_table in mcp[a]] == [
+        "dynamodb:UpdateItem"
+    ]
     for role in ("AuthorizerRole", "ManagementRole"):
         assert not [a for a in _role_actions(transformed, role) if a.startswith(("ec2:", "rds"))]
     assert not [a for a in migration if a.startswith(("dynamodb:", "events:", "rds-db:"))]
@@ -334,6 +333,7 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
     env = transformed["Resources"]["McpFunction"]["Properties"]["Environment"]["Variables"]
     assert set(env) == set(runtime.ENVIRONMENT) | set(aws_config.ENVIRONMENT)
     assert env["MANAGEMENT_FUNCTION"] == {"Ref": "ManagementFunction"}
+    assert env["SIGNIN_TABLE"] == {"Ref": "SigninTable"}
     assert "USER_POOL_ID" not in env and "AUTH_ISSUER" not in env
     assert env["DB_IAM_AUTH"] == "true"
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}

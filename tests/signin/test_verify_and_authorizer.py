@@ -1,5 +1,5 @@
-"""The authorizer's code on its own: the key set cache, token checks, route scopes,
-the context it hands the handler, and what it records about registered clients."""
+"""The authorizer's code on its own: the key set cache, token checks, route scopes and
+the context it hands the handler."""
 
 from __future__ import annotations
 
@@ -49,14 +49,6 @@ def authorizer_event(token: str | None, route: str = MCP_ROUTE_KEY, workspace: s
         "pathParameters": {"workspace": workspace},
         "requestContext": {"domainName": "api.example.com", "http": {"method": "POST"}},
     }
-
-
-class Usage:
-    def __init__(self) -> None:
-        self.seen_ids: list[str] = []
-
-    def seen(self, client_id: str) -> None:
-        self.seen_ids.append(client_id)
 
 
 def test_route_scopes_are_the_handlers_gates() -> None:
@@ -118,8 +110,7 @@ def test_bearer_header_forms() -> None:
 def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
     issuer: LocalIssuer,
 ) -> None:
-    usage = Usage()
-    authorizer = TokenAuthorizer(ISSUER, KeySet(issuer.jwks), BASE, usage)
+    authorizer = TokenAuthorizer(ISSUER, KeySet(issuer.jwks), BASE)
     token = issuer.issue_access_token(
         sub="person-1", client_id="client-1", scopes=["memory/read", "openid"], username="p"
     )
@@ -133,7 +124,6 @@ def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
             "token_use": "access",
         },
     }
-    assert usage.seen_ids == ["client-1"]
     integration = {"requestContext": {"authorizer": {"lambda": decision["context"]}}}
     identity = token_identity(integration)
     assert identity is not None
@@ -146,8 +136,7 @@ def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
 
 
 def test_route_scope_decides_allow_or_deny(issuer: LocalIssuer) -> None:
-    usage = Usage()
-    authorizer = TokenAuthorizer(ISSUER, KeySet(issuer.jwks), BASE, usage)
+    authorizer = TokenAuthorizer(ISSUER, KeySet(issuer.jwks), BASE)
     reader = issuer.issue_access_token(sub="s", client_id="c", scopes=["memory/read"])
     admin = issuer.issue_access_token(sub="s", client_id="c", scopes=["memory/admin"])
     other = issuer.issue_access_token(sub="s", client_id="c", scopes=["openid", "profile"])
@@ -158,7 +147,6 @@ def test_route_scope_decides_allow_or_deny(issuer: LocalIssuer) -> None:
     assert authorizer.handle(authorizer_event(admin, ADMIN_ROUTE_KEY))["isAuthorized"] is True
     # A route it was never attached to is denied, whatever the token.
     assert authorizer.handle(authorizer_event(admin, "GET /elsewhere")) == {"isAuthorized": False}
-    assert len(usage.seen_ids) == 3  # only allowed requests count as use
 
 
 def test_invalid_tokens_fail_with_exactly_unauthorized(issuer: LocalIssuer) -> None:
@@ -200,3 +188,18 @@ def test_authorizer_context_shape() -> None:
     # The old JWT authorizer's shape is not read any more.
     jwt_shaped = {"requestContext": {"authorizer": {"jwt": {"claims": {"sub": "s"}}}}}
     assert token_identity(jwt_shaped) is None
+
+
+def test_the_authorizer_imports_no_aws_sdk() -> None:
+    # Its cold start is PyJWT and one key-set fetch; boto3 would add most of a second.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, memory_server.signin.authorizer as a; a.build_authorizer("
+        "{'AUTH_ISSUER': 'https://issuer.example'}); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', "
+        "'psycopg', 'pydantic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -21,12 +21,14 @@ from .admin.identity import LambdaDirectory
 from .auth import Authenticator
 from .db import Database
 from .edge import Edge
+from .gateway_events import token_identity
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
 from .protocol import resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
 from .protocol.tools import Observer, ToolTable
+from .signin.registry import SigninTable, UsageRecorder
 from .store import Store
 
 INSTRUCTIONS = (
@@ -45,6 +47,8 @@ class Settings:
     # The management function that creates and deletes agent keys' app clients (the
     # admin API); optional, and this function itself holds no Cognito permission.
     management_function: str | None = None
+    # Where registered clients' last use is recorded (the daily sweep reads it).
+    signin_table: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -58,6 +62,7 @@ class Settings:
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
             management_function=env.get("MANAGEMENT_FUNCTION") or None,
+            signin_table=env.get("SIGNIN_TABLE") or None,
         )
 
 
@@ -108,6 +113,15 @@ class McpService:
                 self.lambda_client = boto3.client("lambda")
             directory = LambdaDirectory(self.lambda_client, self.settings.management_function)
         self.admin = AdminApi(self.db, auth, publisher, directory)
+        self.usage = None
+        if self.settings.signin_table:
+            if self.dynamodb_client is None:
+                import boto3
+
+                self.dynamodb_client = boto3.client("dynamodb")
+            self.usage = UsageRecorder(
+                SigninTable(self.dynamodb_client, self.settings.signin_table)
+            )
         self.edge = Edge(
             McpRoute(auth, self.dispatcher, publisher), self.admin, self.settings.public_base_url
         )
@@ -115,4 +129,8 @@ class McpService:
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
+        if self.usage is not None:
+            identity = token_identity(event)
+            if identity is not None and identity.client_id:
+                self.usage.seen(identity.client_id)  # at most daily; never raises
         return self.edge.handle(event, lambda_context)

@@ -19,6 +19,9 @@ It accepts tokens of every app client of the pool (people's clients, agent keys,
 self-registered MCP clients): there is no client list to keep. Whether the caller is
 a member of the workspace, and whether an agent key is revoked, is decided by the
 handler's database check on every request, so neither waits for the cache.
+
+It makes no AWS call and imports no AWS SDK (cold start: PyJWT and the key set fetch
+only); the MCP function records registered clients' use (``registry.UsageRecorder``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import TokenRefused
 from ..gateway_events import request_headers, resource_url
@@ -44,13 +47,7 @@ ADMIN_ROUTE_KEY = "ANY /w/{workspace}/admin/{proxy+}"
 # (a test holds the two together; this module must not import the database code).
 ROUTE_SCOPES: dict[str, str | None] = {MCP_ROUTE_KEY: None, ADMIN_ROUTE_KEY: "memory/admin"}
 # What the template sets (JWKS_URL, optional, is for development).
-ENVIRONMENT = ("AUTH_ISSUER", "PUBLIC_BASE_URL", "SIGNIN_TABLE")
-
-
-class ClientUsage(Protocol):
-    def seen(self, client_id: str) -> None:
-        """Note that ``client_id`` made a request (best effort, never raises)."""
-        ...
+ENVIRONMENT = ("AUTH_ISSUER", "PUBLIC_BASE_URL")
 
 
 def authorizer_context(
@@ -68,7 +65,6 @@ class TokenAuthorizer:
     issuer: str  # the user pool's issuer URL (``iss``)
     keys: KeySet
     public_base_url: str | None = None  # as the MCP function's PUBLIC_BASE_URL
-    usage: ClientUsage | None = None
     leeway_s: float = TOKEN_LEEWAY_S
 
     def handle(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
@@ -102,8 +98,6 @@ class TokenAuthorizer:
             allowed = required in scopes
         if not allowed:
             return {"isAuthorized": False}
-        if self.usage is not None:
-            self.usage.seen(claims["client_id"])
         return {
             "isAuthorized": True,
             "context": authorizer_context(claims["sub"], claims["client_id"], scopes, audiences),
@@ -112,15 +106,7 @@ class TokenAuthorizer:
 
 def build_authorizer(env: Mapping[str, str] = os.environ) -> TokenAuthorizer:
     """The authorizer the template configures: ``AUTH_ISSUER`` (the pool's issuer),
-    ``JWKS_URL`` (default: the issuer's ``/.well-known/jwks.json``), ``PUBLIC_BASE_URL``
-    and ``SIGNIN_TABLE`` (where registered clients' last use is recorded)."""
+    ``JWKS_URL`` (default: the issuer's ``/.well-known/jwks.json``), ``PUBLIC_BASE_URL``."""
     issuer = env["AUTH_ISSUER"].rstrip("/")
     keys = KeySet(env.get("JWKS_URL") or f"{issuer}/.well-known/jwks.json")
-    usage: ClientUsage | None = None
-    if env.get("SIGNIN_TABLE"):
-        import boto3  # only with a table: the authorizer's one AWS call
-
-        from .registry import SigninTable, UsageRecorder
-
-        usage = UsageRecorder(SigninTable(boto3.client("dynamodb"), env["SIGNIN_TABLE"]))
-    return TokenAuthorizer(issuer, keys, env.get("PUBLIC_BASE_URL") or None, usage)
+    return TokenAuthorizer(issuer, keys, env.get("PUBLIC_BASE_URL") or None)

@@ -3,7 +3,7 @@
 Items, by partition key ``pk``:
 
 - ``client#{client_id}``: a client created by registration (RFC 7591): ``created_at``,
-  ``last_used`` (epoch seconds; written by the authorizer at most daily), ``name``,
+  ``last_used`` (epoch seconds; written by the MCP function at most daily), ``name``,
   ``redirect_uris``, ``scopes``. The scheduled sweep removes clients unused for the
   configured number of days (:meth:`Management.sweep_clients`).
 - ``rate#{bucket}#{hour}``: a registration counter, ``hits``, expiring (TTL attribute
@@ -134,8 +134,9 @@ def source_bucket(source_ip: str) -> str:
 
 
 class UsageRecorder:
-    """The authorizer's :class:`~.authorizer.ClientUsage`: at most one write per client
-    per ``every_s`` per container, and a failure never fails the request."""
+    """Registered clients' last use, as the MCP function sees their requests: at most
+    one write per client per ``every_s`` per container (the first request of the day),
+    and a failure never fails the request."""
 
     def __init__(
         self,
