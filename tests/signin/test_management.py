@@ -212,27 +212,42 @@ def test_cognito_refusals_become_oauth_errors(
 
 
 def test_unused_registered_clients_are_swept(mgmt: Management, signin_aws: LocalAws) -> None:
-    made = [json.loads(register(mgmt)["body"])["client_id"] for _ in range(3)]
-    used, idle, late = made
     start = mgmt.clock()
+    used, abandoned = (json.loads(register(mgmt)["body"])["client_id"] for _ in range(2))
     recorder = UsageRecorder(mgmt.table, clock=mgmt.clock)
-    mgmt.clock.now = start + 20 * DAY  # type: ignore[attr-defined]
     recorder.seen(used)
-    signin_aws.read_audit_events()
-    mgmt.clock.now = start + 31 * DAY  # type: ignore[attr-defined]
-    # `late` was registered 31 days ago and never used; `idle` too; `used` 11 days ago.
-    swept = mgmt.handle({"action": "sweep_clients"})
-    assert set(made) - {used} <= set(swept["removed"])
-    assert used not in swept["removed"]
-    for client_id in (idle, late):
-        with pytest.raises(ClientError):
+    clock = mgmt.clock
+
+    def sweep_at(days: float) -> list[str]:
+        clock.now = start + days * DAY  # type: ignore[attr-defined]
+        return list(mgmt.handle({"action": "sweep_clients"})["removed"])
+
+    def exists(client_id: str) -> bool:
+        try:
             signin_aws.describe_client(client_id)
-    assert signin_aws.describe_client(used)["ClientId"] == used
-    remaining = {r.client_id for r in mgmt.table.clients()}
-    assert used in remaining and not {idle, late} & remaining
-    removed = {e["client_id"]: e for e in published(signin_aws, "ClientRemoved")}
-    assert {idle, late} <= set(removed)
-    assert removed[idle]["reason"] == "unused for 30 days" and removed[idle]["existed"] is True
+        except ClientError:
+            return False
+        return True
+
+    signin_aws.read_audit_events()
+    # Never used: gone after a day, not before.
+    assert abandoned not in sweep_at(0.9) and exists(abandoned)
+    fresh = json.loads(register(mgmt)["body"])["client_id"]  # registered at day 0.9
+    assert abandoned in sweep_at(1.1) and not exists(abandoned)
+    assert fresh not in sweep_at(1.5)
+    (removal,) = [e for e in published(signin_aws, "ClientRemoved") if e["client_id"] == abandoned]
+    assert removal["reason"] == "never used" and removal["existed"] is True
+    # Used: kept until its last use is idle_days old.
+    assert used not in sweep_at(29.9) and exists(used)
+    recorder.every_s = 0  # (a new container would write again)
+    clock.now = start + 20 * DAY  # type: ignore[attr-defined]
+    recorder.seen(used)
+    assert used not in sweep_at(49.9)
+    assert used in sweep_at(50.1) and not exists(used)
+    assert used not in {r.client_id for r in mgmt.table.clients()}
+    (removal,) = [e for e in published(signin_aws, "ClientRemoved") if e["client_id"] == used]
+    assert removal["reason"] == "unused for 30 days" and removal["last_used"]
+    assert fresh not in {r.client_id for r in mgmt.table.clients()}  # never used either
 
 
 def test_usage_is_written_at_most_daily_and_only_for_registered_clients(

@@ -61,8 +61,13 @@ AUTHORIZER_CACHE_TTL_S = 300
 # A registered client's last use is written at most this often per authorizer container.
 CLIENT_TOUCH_EVERY_S = 86_400
 REGISTERED_CLIENT_IDLE_DAYS = 30  # default; the template parameter overrides it
+# A registered client nobody has used yet (the person never finished signing in) goes
+# after a day, so abandoned registrations do not pile up against the pool's quota.
+REGISTERED_CLIENT_UNUSED_GRACE_S = 86_400
 REGISTRATIONS_PER_SOURCE_PER_HOUR = 10
-REGISTRATIONS_PER_HOUR = 200
+# In total: at most 720 a day, under the pool's default quota of app clients even if
+# every one of them is abandoned (they go after REGISTERED_CLIENT_UNUSED_GRACE_S).
+REGISTRATIONS_PER_HOUR = 30
 REGISTRATION_BODY_MAX_BYTES = 16_384
 REGISTRATION_MAX_REDIRECT_URIS = 10
 REDIRECT_URI_MAX_CHARS = 1024  # Cognito's limit on a callback URL

@@ -11,7 +11,8 @@ table, the audit bus), it answers three kinds of event:
   ``{"action": "create_agent_client", "name", "scopes"}`` and ``{"action":
   "delete_agent_client", "client_id"}``;
 - the schedule's ``{"action": "sweep_clients"}``: registered clients unused for
-  ``CLIENT_IDLE_DAYS`` are deleted from the pool (and audited).
+  ``CLIENT_IDLE_DAYS``, or never used a day after registering, are deleted from the
+  pool (and audited).
 
 An HTTP request can never reach the direct actions: API Gateway's events always carry
 ``requestContext``, and only an event without it is read as an action.
@@ -34,6 +35,7 @@ from ..gateway_events import base_url, json_response, request_body
 from ..grants import SCOPE_GRANTS
 from ..limits import (
     REGISTERED_CLIENT_IDLE_DAYS,
+    REGISTERED_CLIENT_UNUSED_GRACE_S,
     REGISTRATIONS_PER_HOUR,
     REGISTRATIONS_PER_SOURCE_PER_HOUR,
 )
@@ -192,13 +194,15 @@ class Management:
         return {"deleted": bool(self.cognito.delete_agent_client(client_id))}
 
     def sweep_clients(self) -> dict[str, Any]:
-        """Delete registered clients unused for ``idle_days`` (last token use, or
-        registration when never used)."""
+        """Delete registered clients whose last use is ``idle_days`` old, and those
+        never used a day after they registered (an abandoned sign-in)."""
         now = self.clock()
-        cutoff = now - self.idle_days * 86_400
+        idle_cutoff = now - self.idle_days * 86_400
+        unused_cutoff = now - REGISTERED_CLIENT_UNUSED_GRACE_S
         removed: list[str] = []
         kept = 0
         for record in self.table.clients():
+            cutoff = unused_cutoff if record.last_used is None else idle_cutoff
             if record.last_activity >= cutoff:
                 kept += 1
                 continue
@@ -211,7 +215,11 @@ class Management:
                     {
                         "client_id": record.client_id,
                         "client_name": record.name or None,
-                        "reason": f"unused for {self.idle_days} days",
+                        "reason": (
+                            "never used"
+                            if record.last_used is None
+                            else f"unused for {self.idle_days} days"
+                        ),
                         "last_used": _iso(record.last_used) if record.last_used else None,
                         "existed": existed,
                     },
