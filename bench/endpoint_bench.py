@@ -35,6 +35,7 @@ from memory_server.models import ReadArgs, SearchArgs, WriteArgs
 from memory_server.operations import memory_read, memory_search, memory_write
 from memory_server.provision import Passwords, provision
 from memory_server.service import McpService, Settings
+from memory_server.signin.authorizer import authorizer_context
 from memory_server.store import Store, resolve_caller
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +78,7 @@ def event(workspace: str, subject: str, body: dict[str, Any]) -> dict[str, Any]:
             "http": {"method": "POST"},
             "requestId": str(uuid.uuid4()),
             "domainName": "bench.local",
-            "authorizer": {
-                "jwt": {"claims": {"sub": subject, "token_use": "access"}, "scopes": SCOPES}
-            },
+            "authorizer": {"lambda": authorizer_context(subject, "bench-client", SCOPES)},
         },
         "body": json.dumps(body),
         "isBase64Encoded": False,
@@ -137,7 +136,7 @@ def main() -> None:
                     context=None,
                 ),
             )
-        service = McpService(Settings(runtime_url, b"b" * 32, "https://issuer.example"), db)
+        service = McpService(Settings(runtime_url, b"b" * 32), db)
 
         read_args = ReadArgs(
             uri="memory://workspace/notes/n7.md", offset=0, max_bytes=16384, history=False
@@ -180,7 +179,6 @@ def main() -> None:
             **os.environ,
             "DATABASE_URL": runtime_url,
             "CURSOR_SECRET": "c" * 40,
-            "AUTH_ISSUER": "https://issuer.example",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "WARNING",

@@ -54,14 +54,10 @@ service = build_service(observer=_observe)
 @_traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    claims = (
-        ((event.get("requestContext") or {}).get("authorizer") or {})
-        .get("jwt", {})
-        .get("claims", {})
-    )
+    verified = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda", {})
     logger.append_keys(
         workspace=(event.get("pathParameters") or {}).get("workspace"),
-        principal=claims.get("sub"),
+        principal=verified.get("sub"),
         api_request_id=(event.get("requestContext") or {}).get("requestId"),
     )
     response = service.handle(event, context)

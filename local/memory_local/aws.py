@@ -40,6 +40,7 @@ SCOPE_NAMES: tuple[str, ...] = ("read", "write.personal", "write.shared", "delet
 MEMORY_SCOPES: tuple[str, ...] = tuple(f"{RESOURCE_SERVER}/{name}" for name in SCOPE_NAMES)
 PEOPLE_CLIENT_NAME = "memory-people"
 IDEMPOTENCY_TABLE = "memory-idempotency"
+SIGNIN_TABLE = "memory-signin"
 AUDIT_BUS = "memory-audit"
 AUDIT_SOURCE = "memory-server"
 AUDIT_TAP_QUEUE = "memory-audit-tap"
@@ -76,6 +77,7 @@ class Provisioned:
     bus_name: str
     queue_url: str
     scopes: tuple[str, ...] = MEMORY_SCOPES
+    signin_table: str = SIGNIN_TABLE
 
 
 class LocalAws:
@@ -217,6 +219,7 @@ class LocalAws:
         self._ensure_resource_server(pool_id)
         people_client_id = self._ensure_people_client(pool_id)
         self._ensure_idempotency_table()
+        self._ensure_signin_table()
         self._ensure_bus()
         queue_url = self._ensure_audit_tap()
         self._provisioned = Provisioned(
@@ -309,6 +312,26 @@ class LocalAws:
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
             )
 
+    def _ensure_signin_table(self) -> None:
+        """template.yaml's ``SigninTable``: key ``pk``, TTL on ``expires_at``."""
+        dynamodb = self._client("dynamodb")
+        try:
+            dynamodb.describe_table(TableName=SIGNIN_TABLE)
+        except dynamodb.exceptions.ResourceNotFoundException:
+            dynamodb.create_table(
+                TableName=SIGNIN_TABLE,
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            dynamodb.get_waiter("table_exists").wait(
+                TableName=SIGNIN_TABLE, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+            )
+            dynamodb.update_time_to_live(
+                TableName=SIGNIN_TABLE,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"},
+            )
+
     def _ensure_bus(self) -> None:
         events = self._client("events")
         try:
@@ -393,6 +416,19 @@ class LocalAws:
             if attribute["Name"] == "sub":
                 return str(attribute["Value"])
         raise RuntimeError(f"user {username!r} has no sub attribute")
+
+    def people(self) -> dict[str, str]:
+        """The pool's users: user name → ``sub`` (the local sign-in page's choices)."""
+        cognito = self._client("cognito-idp")
+        found: dict[str, str] = {}
+        pages = _pages(cognito, "list_users", "Users", UserPoolId=self.provisioned.user_pool_id)
+        for user in pages:
+            if not user.get("Enabled", True):
+                continue
+            for attribute in user.get("Attributes", []):
+                if attribute["Name"] == "sub":
+                    found[str(user["Username"])] = str(attribute["Value"])
+        return found
 
     # -- audit ----------------------------------------------------------------
 

@@ -44,7 +44,6 @@ TOKEN_TTL_S = 12 * 3600
 @dataclass
 class Demo:
     tokens: dict[str, str]
-    audiences: list[str]
 
 
 def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, store: Store) -> Demo:
@@ -77,10 +76,8 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
         username="alice",
         ttl_s=TOKEN_TTL_S,
     )
-    audiences = [provisioned.people_client_id]
     for name, (scopes, memberships) in SERVICES.items():
         client_id, _secret = aws.create_agent_client(name, scopes)
-        audiences.append(client_id)
         pid = operators.ensure_principal(owner, "service", client_id, name)
         principals[name] = (pid, client_id)
         for slug, grants in memberships.items():
@@ -95,7 +92,7 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
             )
     if _first_run(owner, workspace_ids["acme"]):
         _sample_memories(store, principals)
-    return Demo(tokens, audiences)
+    return Demo(tokens)
 
 
 def _first_run(owner: psycopg.Connection[Any], acme: uuid.UUID) -> bool:

@@ -2,8 +2,10 @@
 
 Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
 loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
-``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handler, the
-demo tenants, and the audit sweeper on a timer. Ctrl-C stops everything.
+``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handlers (the MCP
+function, the Lambda authorizer, the management function), the local stand-in for
+the user pool's sign-in and token endpoints, the demo tenants, and the audit sweeper
+on a timer. Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -28,17 +30,22 @@ import psycopg
 from botocore.exceptions import ClientError
 from memory_server import migrate
 from memory_server.admin import operators
+from memory_server.admin.identity import LambdaDirectory
 from memory_server.audit import EventBridgeSink, sweep
 from memory_server.provision import Passwords, Provisioned, provision
+from memory_server.signin.authorizer import build_authorizer
+from memory_server.signin.management import Management, build_management
 
 from . import demo
 from .aws import LocalAws
 from .gateway import ApiGateway
+from .lambdas import LocalLambda
 from .postgres import EmbeddedPostgres
 from .tokens import LocalIssuer
 
 ROOT = Path(__file__).resolve().parents[2]
 DATABASE = "memory"
+MANAGEMENT_FUNCTION = "ManagementFunction"
 MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
 
@@ -51,6 +58,10 @@ def _credentials(path: Path) -> dict[str, str]:
     path.write_text(json.dumps(values, indent=2))
     path.chmod(0o600)
     return values
+
+
+def _starting(event: dict[str, Any], context: Any) -> Any:
+    raise RuntimeError("the dev stack is still starting")
 
 
 def load_handler_module() -> ModuleType:
@@ -75,6 +86,8 @@ class DevStack:
     aws: LocalAws | None = None
     gateway: ApiGateway | None = None
     app: ModuleType | None = None
+    management: Management | None = None
+    lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
@@ -104,18 +117,27 @@ class DevStack:
         self.aws = LocalAws(seed=self.moto_seed).start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
-        base_url = f"http://127.0.0.1:{self.port}"
+        # Listening first, so the port (PORT, or any free one) is known before the
+        # handlers read their base URL; requests wait for the handlers below.
+        self.gateway = ApiGateway(
+            _starting,
+            issuer=issuer,
+            aws=self.aws,
+            authorizer=_starting,
+            port=self.port,
+            quiet=self.quiet,
+        ).start()
+        base_url = self.gateway.url
+        self.port = int(urlsplit(base_url).port or self.port)
         os.environ.update(
             {
                 **self.aws.env(),
                 "DATABASE_URL": runtime_url,
                 "CURSOR_SECRET": creds["cursor_secret"],
-                "AUTH_ISSUER": provisioned.issuer,
                 "PUBLIC_BASE_URL": base_url,
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
-                # Agent keys (admin API) are app clients in the emulated pool.
-                "USER_POOL_ID": provisioned.user_pool_id,
+                "SIGNIN_TABLE": provisioned.signin_table,
                 "DB_POOL_SIZE": "16",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_METRICS_DISABLED": "true",
@@ -123,22 +145,35 @@ class DevStack:
             }
         )
         self.app = load_handler_module()
+        # The other two functions, built by their own code from the environment the
+        # template gives them; the user pool's endpoints are this gateway's.
+        self.management = build_management(
+            {
+                "USER_POOL_ID": provisioned.user_pool_id,
+                "OAUTH_BASE_URL": base_url,
+                "PUBLIC_BASE_URL": base_url,
+                "SIGNIN_TABLE": provisioned.signin_table,
+                "AUDIT_BUS_NAME": provisioned.bus_name,
+            }
+        )
+        authorizer = build_authorizer(
+            {
+                "AUTH_ISSUER": provisioned.issuer,
+                "JWKS_URL": f"{base_url}/.well-known/jwks.json",
+                "PUBLIC_BASE_URL": base_url,
+            }
+        )
+        # The admin API reaches the management function as in AWS: LambdaDirectory,
+        # here over an in-process stand-in for lambda:InvokeFunction.
+        self.lambdas = LocalLambda({MANAGEMENT_FUNCTION: self.management.handle})
+        self.app.service.admin.directory = LambdaDirectory(self.lambdas, MANAGEMENT_FUNCTION)
         with psycopg.connect(owner_url, autocommit=True) as owner:
             seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
         with psycopg.connect(owner_url, autocommit=True) as owner:
-            agent_keys = self._surviving_agent_keys(owner)
-        self.gateway = ApiGateway(
-            self.app.handler,
-            issuer=issuer,
-            audiences=[*seeded.audiences, *agent_keys],
-            aws=self.aws,
-            port=self.port,
-            quiet=self.quiet,
-        ).start()
-        self.port = int(urlsplit(self.gateway.url).port or self.port)
-        # The deployed authorizer's audience list is static (docs/admin.md); here a key
-        # created through the admin API is accepted as soon as it exists.
-        self.app.service.admin.on_key_created = self.gateway.add_audience
+            self._retire_lost_agent_keys(owner)
+        self.gateway.handler = self.app.handler
+        self.gateway.management = self.management.handle
+        self.gateway.authorizer_handler = authorizer.handle
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
 
@@ -148,8 +183,11 @@ class DevStack:
             "database_url": owner_url,
             "runtime_role": migrate.RUNTIME_ROLE,
             "workspaces": {slug: self.gateway.mcp_url(slug) for slug in demo.WORKSPACES},
-            "token_endpoint": f"{self.gateway.url}/oauth2/token",
-            "jwks_uri": f"{self.gateway.url}/.well-known/jwks.json",
+            "token_endpoint": f"{base_url}/oauth2/token",
+            "authorization_endpoint": f"{base_url}/oauth2/authorize",
+            "registration_endpoint": f"{base_url}/register",
+            "authorization_server": base_url,
+            "jwks_uri": f"{base_url}/.well-known/jwks.json",
             "issuer": provisioned.issuer,
             "aws_endpoint_url": self.aws.endpoint_url,
             "api_url": self.gateway.url,
@@ -161,8 +199,8 @@ class DevStack:
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
 
-    def _surviving_agent_keys(self, owner: psycopg.Connection[Any]) -> list[str]:
-        """Client ids of agent keys whose app client exists in the emulated pool.
+    def _retire_lost_agent_keys(self, owner: psycopg.Connection[Any]) -> None:
+        """Retire agent keys whose app client is gone from the emulated pool.
 
         Moto keeps no state across restarts, so keys created through the admin API
         in an earlier run are gone from the pool: they are retired (revoked and
@@ -170,15 +208,12 @@ class DevStack:
         at random, so a new key never gets an id an earlier run already used.
         """
         assert self.aws is not None
-        alive: list[str] = []
         retired = 0
         for _slug, client_id in operators.live_agent_keys(owner):
             try:
                 self.aws.describe_client(client_id)
             except ClientError:
                 retired += operators.retire_agent_key(owner, client_id, "app client gone")
-                continue
-            alive.append(client_id)
         if retired:
             self._say(f"{retired} agent key(s) from an earlier run retired (moto keeps no state)")
         if self.moto_seed is not None:
@@ -187,7 +222,6 @@ class DevStack:
             )
             with urllib.request.urlopen(reseed, timeout=10) as response:  # noqa: S310
                 response.read()
-        return alive
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):
@@ -223,12 +257,17 @@ def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
             f"tokens            {endpoint_file} (tokens.alice, tokens.bob, tokens['ci-bot'], …)",
             f'inspect database  psql "$(jq -r .database_url {endpoint_file})"',
             "",
+            "Sign-in: give a client the URL alone; it registers itself and opens a local",
+            "sign-in page (pick alice, bob or carol). Or pass a token from the file.",
+            "",
             "MCP Inspector:",
             "  npx @modelcontextprotocol/inspector  # transport: Streamable HTTP, URL above,",
-            "  # header Authorization: Bearer <token>",
+            "  # Connect signs in; or header Authorization: Bearer <token>",
             "  # optional header Memory-Context: channel:general",
             "",
-            "Claude Code:",
+            "Claude Code (signs in on /mcp -> Authenticate):",
+            f"  claude mcp add --transport http memory {url}",
+            "Claude Code with a token:",
             f"  claude mcp add --transport http memory {url} \\",
             f'    --header "Authorization: Bearer {token}"',
             "",

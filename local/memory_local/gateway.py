@@ -1,28 +1,28 @@
-"""An API Gateway HTTP API emulator: JWT authorizer, payload format 2.0, Lambda proxy.
+"""An API Gateway HTTP API emulator: Lambda authorizer, payload format 2.0, Lambda proxy.
 
 ``sam local`` needs a container runtime, so tests and ``make dev`` run the same
-Lambda handler behind this instead. It does what the deployed HTTP API does for
+Lambda handlers behind this instead. It does what the deployed HTTP API does for
 this service and nothing more:
 
-- routes ``ANY /w/{workspace}/mcp`` (JWT authorizer; any one ``memory/*`` scope),
-  ``ANY /w/{workspace}/admin/{proxy+}`` (JWT authorizer; ``memory/admin``) and
-  ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp`` (public) to
-  the handler; everything else is 404 ``{"message":"Not Found"}``;
-- verifies tokens as the JWT authorizer does (signature against the JWKS, ``iss``,
-  ``aud`` or else ``client_id`` against the audiences, ``exp``/``nbf``/``iat``,
-  then the route's scopes), answering 401/403 before the handler ever runs;
+- routes ``ANY /w/{workspace}/mcp`` and ``ANY /w/{workspace}/admin/{proxy+}`` (the
+  Lambda authorizer) and ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp``
+  (public) to the MCP handler, ``GET /.well-known/oauth-authorization-server`` and
+  ``POST /register`` (public) to the management handler; everything else is 404
+  ``{"message":"Not Found"}``;
+- runs the deployed authorizer code (``memory_server.signin.authorizer``) the way
+  API Gateway calls it, with its result cache and its answers
+  (:mod:`memory_local.authorizer`): 401 ``{"message":"Unauthorized"}`` and 403
+  ``{"message":"Forbidden"}`` without any ``WWW-Authenticate`` header, exactly as in
+  AWS, so clients find the metadata at the well-known path there and here;
 - builds the same v2 event (decoded ``rawPath`` and path parameters, lower-cased
-  headers with repeats joined by ``,``, ``cookies``, the authorizer's claims as
-  strings) and maps the handler's result the way API Gateway does, including a
-  500 for a handler exception or a malformed result and a 503 past the
-  integration timeout;
-- stands in for two Cognito endpoints the handler never sees:
-  ``GET /.well-known/jwks.json`` and ``POST /oauth2/token`` (client credentials).
-
-One deliberate difference: API Gateway's own 401/403 carry no RFC 9728 challenge,
-but the contract (docs/contract.md §1) names one, so these carry
-``WWW-Authenticate: Bearer resource_metadata="…", scope="…"`` (identical for every
-workspace but the resource URL). Deployment must produce the same answer.
+  headers with repeats joined by ``,``, ``cookies``, the authorizer's context) and
+  maps the handler's result the way API Gateway does, including a 500 for a handler
+  exception or a malformed result and a 503 past the integration timeout;
+- stands in for the user pool's endpoints, which in AWS live on the pool's own
+  domain: ``GET /.well-known/jwks.json``, ``POST /oauth2/token`` (client credentials,
+  authorization code with PKCE, refresh) and ``/oauth2/authorize`` (a small sign-in
+  page that picks a demo person; ``login_hint`` skips it), from
+  :mod:`memory_local.tokens`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,9 +45,12 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
-import jwt
+from memory_server.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.signin.authorizer import TokenAuthorizer
+from memory_server.signin.verify import KeySet
 
-from .aws import MEMORY_SCOPES, LocalAws
+from .authorizer import LambdaAuthorizer
+from .aws import LocalAws
 from .tokens import LocalIssuer
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -57,10 +60,12 @@ MAX_REQUEST_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
 MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024  # Lambda's synchronous request and response limit
 MCP_ROUTE = "ANY /w/{workspace}/mcp"
 ADMIN_ROUTE = "ANY /w/{workspace}/admin/{proxy+}"
-ADMIN_SCOPES = ("memory/admin",)
 METADATA_ROUTE = "GET /.well-known/oauth-protected-resource/w/{workspace}/mcp"
+AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
+REGISTER_PATH = "/register"
 JWKS_PATH = "/.well-known/jwks.json"
 TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a URL path, not a secret
+AUTHORIZE_PATH = "/oauth2/authorize"
 ACCOUNT_ID = "123456789012"  # moto's default account
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # Response headers API Gateway computes itself, whatever the function returned.
@@ -76,30 +81,43 @@ class Route:
     key: str  # the routeKey API Gateway puts in the event
     method: str | None  # None: ANY
     pattern: re.Pattern[str]  # over the decoded path; named groups are path parameters
-    target: Literal["lambda", "jwks", "token"]
-    scopes: tuple[str, ...] | None = None  # None: no authorizer
-    challenge_scope: str | None = None  # the scope named in 401/403; None: the gateway's
+    target: Literal["lambda", "management", "jwks", "token", "authorize"]
+    authorized: bool = False  # behind the Lambda authorizer
 
 
 ROUTES: tuple[Route, ...] = (
-    # The admin API (memory_server.admin): only tokens with memory/admin get through.
     Route(
         ADMIN_ROUTE,
         None,
         re.compile(r"^/w/(?P<workspace>[^/]+)/admin/(?P<proxy>.+)$"),
         "lambda",
-        ADMIN_SCOPES,
-        challenge_scope="memory/admin",
+        authorized=True,
     ),
-    Route(MCP_ROUTE, None, re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$"), "lambda", MEMORY_SCOPES),
+    Route(MCP_ROUTE, None, re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$"), "lambda", authorized=True),
     Route(
         METADATA_ROUTE,
         "GET",
         re.compile(r"^/\.well-known/oauth-protected-resource/w/(?P<workspace>[^/]+)/mcp$"),
         "lambda",
     ),
+    Route(
+        f"GET {AS_METADATA_PATH}",
+        "GET",
+        re.compile(rf"^{re.escape(AS_METADATA_PATH)}$"),
+        "management",
+    ),
+    Route(
+        f"POST {REGISTER_PATH}", "POST", re.compile(rf"^{re.escape(REGISTER_PATH)}$"), "management"
+    ),
+    # The user pool's endpoints (its own domain in AWS).
     Route(f"GET {JWKS_PATH}", "GET", re.compile(rf"^{re.escape(JWKS_PATH)}$"), "jwks"),
     Route(f"POST {TOKEN_PATH}", "POST", re.compile(rf"^{re.escape(TOKEN_PATH)}$"), "token"),
+    Route(
+        f"GET {AUTHORIZE_PATH}", "GET", re.compile(rf"^{re.escape(AUTHORIZE_PATH)}$"), "authorize"
+    ),
+    Route(
+        f"POST {AUTHORIZE_PATH}", "POST", re.compile(rf"^{re.escape(AUTHORIZE_PATH)}$"), "authorize"
+    ),
 )
 
 
@@ -109,114 +127,6 @@ def match_route(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         if found and (route.method is None or route.method == method):
             return route, found.groupdict()
     return None
-
-
-# -- the JWT authorizer ---------------------------------------------------------
-
-
-class AuthorizerError(Exception):
-    """Why a request was refused: 401 (no valid token) or 403 (missing scope)."""
-
-    def __init__(self, status: Literal[401, 403], reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-class JwksUnavailableError(Exception):
-    """The key set could not be fetched: the emulator's fault, not the caller's."""
-
-
-@dataclass(frozen=True)
-class Authorized:
-    claims: dict[str, Any]
-    scopes: list[str]
-
-
-class JwtAuthorizer:
-    """The checks of an HTTP API JWT authorizer, in its order.
-
-    ``jwks`` is where keys come from: a URL (fetched and cached by PyJWT's
-    ``PyJWKClient``, the way API Gateway fetches the pool's ``jwks_uri``) or a
-    function returning the set. The URL is configurable because moto's tokens and
-    ours carry the real AWS issuer URL, which is not where the keys are locally.
-    """
-
-    def __init__(
-        self,
-        *,
-        issuer: str,
-        audiences: Iterable[str],
-        jwks: str | JwksProvider,
-        leeway_s: float = 0.0,
-    ) -> None:
-        self.issuer = issuer
-        self.audiences = set(audiences)
-        self.leeway_s = leeway_s
-        self._jwks_client = jwt.PyJWKClient(jwks, timeout=10) if isinstance(jwks, str) else None
-        self._jwks_provider = None if isinstance(jwks, str) else jwks
-
-    def add_audience(self, client_id: str) -> None:
-        """Accept tokens of one more app client (one created after start-up)."""
-        self.audiences.add(client_id)
-
-    def authorize(self, authorization: str | None, route_scopes: Sequence[str]) -> Authorized:
-        token = _bearer_token(authorization)
-        if token is None:
-            raise AuthorizerError(401, "no token")
-        try:
-            key = self._signing_key(token)
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key,
-                algorithms=["RS256", "RS384", "RS512"],  # API Gateway: RSA only
-                issuer=self.issuer,
-                leeway=self.leeway_s,
-                options={"require": ["exp", "iss"], "verify_aud": False},
-            )
-        except jwt.PyJWKClientConnectionError as exc:
-            raise JwksUnavailableError(str(exc)) from exc
-        except (jwt.PyJWTError, ValueError) as exc:
-            raise AuthorizerError(401, f"invalid token: {exc}") from None
-        # ``aud`` when present (ID tokens), otherwise ``client_id`` (access tokens).
-        audience = claims.get("aud", claims.get("client_id"))
-        candidates = audience if isinstance(audience, list) else [audience]
-        if not any(isinstance(c, str) and c in self.audiences for c in candidates):
-            raise AuthorizerError(401, "audience not allowed")
-        scopes = _token_scopes(claims)
-        if route_scopes and not set(scopes) & set(route_scopes):
-            raise AuthorizerError(403, "insufficient scope")
-        return Authorized(claims=claims, scopes=scopes)
-
-    def _signing_key(self, token: str) -> jwt.PyJWK:
-        if self._jwks_client is not None:
-            return self._jwks_client.get_signing_key_from_jwt(token)
-        assert self._jwks_provider is not None
-        kid = jwt.get_unverified_header(token).get("kid")
-        for candidate in self._jwks_provider().get("keys", []):
-            if candidate.get("kid") == kid:
-                return jwt.PyJWK(dict(candidate))
-        raise jwt.InvalidTokenError("no key in the JWKS matches the token's kid")
-
-
-def _bearer_token(authorization: str | None) -> str | None:
-    """The token from the identity source: bare, or after ``Bearer `` (as API Gateway)."""
-    if not authorization:
-        return None
-    value = authorization.strip()
-    scheme, _, rest = value.partition(" ")
-    if scheme.lower() == "bearer":
-        value = rest.strip()
-    return value or None
-
-
-def _token_scopes(claims: Mapping[str, Any]) -> list[str]:
-    raw = claims.get("scope", claims.get("scp"))
-    if isinstance(raw, str):
-        return raw.split()
-    if isinstance(raw, list):
-        return [s for s in raw if isinstance(s, str)]
-    return []
 
 
 def claim_string(value: Any) -> str:
@@ -304,9 +214,14 @@ class ApiGateway:
 
     ``issuer`` is either the :class:`LocalIssuer` (its ``issuer`` is the expected
     ``iss``, its key set verifies tokens and is served at ``/.well-known/jwks.json``,
-    and with ``aws`` it backs ``/oauth2/token``) or just the expected ``iss``, with
-    ``jwks`` saying where keys come from. ``jwks`` may be given with a LocalIssuer
-    too, e.g. this gateway's own JWKS URL, to exercise the fetch path.
+    and with ``aws`` it backs ``/oauth2/token`` and ``/oauth2/authorize``) or just the
+    expected ``iss``, with ``jwks`` saying where keys come from. ``jwks`` may be given
+    with a LocalIssuer too, e.g. this gateway's own JWKS URL, to exercise the fetch path.
+
+    ``authorizer`` is the Lambda authorizer's handler; by default the deployed
+    ``TokenAuthorizer`` over that issuer and key set, with this gateway's URL as the
+    public base URL (made on ``start``). ``management`` is the management function's
+    handler (RFC 8414 metadata, registration); without it those routes answer 404.
 
     ``max_concurrency`` bounds simultaneous invocations (1 imitates one Lambda
     container for a handler whose per-container state is not thread-safe); by
@@ -318,9 +233,11 @@ class ApiGateway:
         handler: Handler,
         *,
         issuer: LocalIssuer | str,
-        audiences: Iterable[str],
         aws: LocalAws | None = None,
         jwks: str | JwksProvider | None = None,
+        authorizer: Handler | None = None,
+        management: Handler | None = None,
+        authorizer_ttl_s: float = AUTHORIZER_CACHE_TTL_S,
         host: str = "127.0.0.1",
         port: int = 0,
         quiet: bool = False,
@@ -328,8 +245,6 @@ class ApiGateway:
         timeout_s: float = 30.0,
         memory_limit_in_mb: int = 1024,
         max_concurrency: int | None = None,
-        challenge_scope: str = "memory/read",
-        leeway_s: float = 0.0,
     ) -> None:
         self.handler = handler
         self.local_issuer = issuer if isinstance(issuer, LocalIssuer) else None
@@ -337,10 +252,11 @@ class ApiGateway:
             if self.local_issuer is None:
                 raise ValueError("give jwks (a URL or a provider) with an issuer string")
             jwks = self.local_issuer.jwks
-        issuer_url = issuer.issuer if isinstance(issuer, LocalIssuer) else issuer
-        self.authorizer = JwtAuthorizer(
-            issuer=issuer_url, audiences=audiences, jwks=jwks, leeway_s=leeway_s
-        )
+        self.issuer_url = issuer.issuer if isinstance(issuer, LocalIssuer) else issuer
+        self.jwks = jwks
+        self.authorizer_handler = authorizer
+        self.authorizer = LambdaAuthorizer(self._authorize, ttl_s=authorizer_ttl_s)
+        self.management = management
         self.aws = aws
         self.host = host
         self.port = port
@@ -348,7 +264,6 @@ class ApiGateway:
         self.function_name = function_name
         self.timeout_s = timeout_s
         self.memory_limit_in_mb = memory_limit_in_mb
-        self.challenge_scope = challenge_scope
         self.api_id = "local"
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._server: _Server | None = None
@@ -364,6 +279,12 @@ class ApiGateway:
         server.gateway = self
         self.port = int(server.server_address[1])
         self._server = server
+        if self.authorizer_handler is None:
+            # As the template configures it: the pool's issuer and keys, and the
+            # service's public origin (this gateway) for RFC 8707 resources.
+            self.authorizer_handler = TokenAuthorizer(
+                self.issuer_url, KeySet(self.jwks), public_base_url=self.url
+            ).handle
         self._thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.1},
@@ -399,10 +320,6 @@ class ApiGateway:
         if self._server is None:
             raise RuntimeError("ApiGateway is not started")
         return f"http://{self.host}:{self.port}"
-
-    def add_audience(self, client_id: str) -> None:
-        """Accept tokens of an app client created after the gateway was built."""
-        self.authorizer.add_audience(client_id)
 
     def mcp_url(self, workspace: str) -> str:
         return f"{self.url}/w/{_segment(workspace)}/mcp"
@@ -447,41 +364,67 @@ class ApiGateway:
         if route.target == "token":
             return self._token(request)
 
-        authorized: Authorized | None = None
-        if route.scopes is not None:
-            workspace = parameters["workspace"]
-            try:
-                authorized = self.authorizer.authorize(
-                    request.header("authorization"), route.scopes
+        if route.target == "authorize":
+            return self._authorize_page(request)
+        if route.target == "management":
+            if self.management is None:
+                return _message(404, "Not Found")
+            event = self.build_event(request, route, parameters, None, request_id)
+            return self._invoke(event, self.management, "ManagementFunction")
+
+        context: dict[str, Any] | None = None
+        if route.authorized:
+            event = self.build_event(request, route, parameters, None, request_id)
+            outcome = self.authorizer.authorize(
+                self.authorizer_event(event), request.header("authorization")
+            )
+            if outcome.kind != "allow":
+                message = {401: "Unauthorized", 403: "Forbidden"}.get(
+                    outcome.status, "Internal Server Error"
                 )
-            except AuthorizerError as refusal:
-                return self._refuse(refusal, workspace, route.challenge_scope)
-            except JwksUnavailableError as exc:
-                response = _message(500, "Internal Server Error")
-                response.note = f"cannot fetch the JWKS: {exc}"
+                response = _message(outcome.status, message)
+                response.note = outcome.note.strip().splitlines()[-1] if outcome.note else ""
                 return response
-        event = self.build_event(request, route, parameters, authorized, request_id)
+            context = outcome.context
+        event = self.build_event(request, route, parameters, context, request_id)
         return self._invoke(event)
 
-    def _refuse(
-        self, refusal: AuthorizerError, workspace: str, scope: str | None = None
-    ) -> HttpResponse:
-        metadata = self.resource_metadata_url(workspace)
-        scope = scope or self.challenge_scope
-        if refusal.status == 401:
-            challenge = f'Bearer resource_metadata="{metadata}", scope="{scope}"'
-            message = "Unauthorized"
+    def _authorize(self, event: dict[str, Any], context: Any) -> Any:
+        """The Lambda authorizer's handler (set on ``start`` unless one was given)."""
+        assert self.authorizer_handler is not None, "ApiGateway is not started"
+        return self.authorizer_handler(event, context)
+
+    def authorizer_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The payload 2.0 REQUEST authorizer event for a request's integration event:
+        the same fields without the body, plus the identity sources and route ARN."""
+        context = event["requestContext"]
+        method = context["http"]["method"]
+        return {
+            "version": "2.0",
+            "type": "REQUEST",
+            "routeArn": (
+                f"arn:aws:execute-api:us-east-1:{ACCOUNT_ID}:{self.api_id}/$default/"
+                f"{method}{event['rawPath']}"
+            ),
+            "identitySource": [event["headers"].get("authorization", ""), event["routeKey"]],
+            **{k: v for k, v in event.items() if k not in ("body", "isBase64Encoded")},
+        }
+
+    def _authorize_page(self, request: HttpRequest) -> HttpResponse:
+        if self.local_issuer is None or self.aws is None:
+            return _message(404, "Not Found")
+        if request.method == "POST":
+            content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+            if content_type != "application/x-www-form-urlencoded":
+                return _message(400, "Bad Request")
+            raw = request.body.decode("utf-8", errors="replace")
         else:
-            challenge = (
-                f'Bearer error="insufficient_scope", scope="{scope}", '
-                f'resource_metadata="{metadata}"'
-            )
-            message = "Forbidden"
-        response = _json_response(
-            refusal.status, {"message": message}, [("WWW-Authenticate", challenge)]
+            raw = urlsplit(request.target).query
+        fields = parse_qs(raw, keep_blank_values=True)
+        status, headers, body = self.local_issuer.authorize(
+            self.aws, fields, submitted=request.method == "POST"
         )
-        response.note = refusal.reason
-        return response
+        return HttpResponse(status, list(headers.items()), body)
 
     def _token(self, request: HttpRequest) -> HttpResponse:
         if self.local_issuer is None or self.aws is None:
@@ -508,7 +451,7 @@ class ApiGateway:
         request: HttpRequest,
         route: Route,
         path_parameters: Mapping[str, str],
-        authorized: Authorized | None,
+        authorizer_context: Mapping[str, Any] | None,
         request_id: str,
     ) -> dict[str, Any]:
         """The payload format 2.0 event API Gateway would send for this request."""
@@ -554,13 +497,8 @@ class ApiGateway:
             ),
             "timeEpoch": int(now * 1000),
         }
-        if authorized is not None:
-            context["authorizer"] = {
-                "jwt": {
-                    "claims": {k: claim_string(v) for k, v in authorized.claims.items()},
-                    "scopes": list(authorized.scopes),
-                }
-            }
+        if authorizer_context is not None:
+            context["authorizer"] = {"lambda": dict(authorizer_context)}
         event: dict[str, Any] = {
             "version": "2.0",
             "routeKey": route.key,
@@ -589,8 +527,13 @@ class ApiGateway:
             event["isBase64Encoded"] = False
         return event
 
-    def _invoke(self, event: dict[str, Any]) -> HttpResponse:
-        """Run the handler in its own thread, bounded by the integration timeout."""
+    def _invoke(
+        self, event: dict[str, Any], handler: Handler | None = None, function_name: str = ""
+    ) -> HttpResponse:
+        """Run a handler (the MCP function's unless given) in its own thread, bounded by
+        the integration timeout."""
+        handler = handler or self.handler
+        function_name = function_name or self.function_name
         request_id = str(event["requestContext"]["requestId"])
         if len(json.dumps(event).encode()) > MAX_LAMBDA_PAYLOAD:
             # Lambda refuses a synchronous invocation over 6 MB, so a body API
@@ -604,19 +547,19 @@ class ApiGateway:
             return _message(503, "Service Unavailable")
         context = LambdaContext(
             aws_request_id=str(uuid.uuid4()),
-            function_name=self.function_name,
+            function_name=function_name,
             memory_limit_in_mb=str(self.memory_limit_in_mb),
             invoked_function_arn=(
-                f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:{self.function_name}"
+                f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:{function_name}"
             ),
             deadline=deadline,
-            log_group_name=f"/aws/lambda/{self.function_name}",
+            log_group_name=f"/aws/lambda/{function_name}",
         )
         outcome: list[tuple[bool, Any]] = []
 
         def run() -> None:
             try:
-                outcome.append((True, self.handler(event, context)))
+                outcome.append((True, handler(event, context)))
             except BaseException:
                 outcome.append((False, traceback.format_exc()))
             finally:

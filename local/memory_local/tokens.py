@@ -1,15 +1,29 @@
-"""A local issuer of Cognito-shaped access tokens, and its token endpoint.
+"""A local issuer of Cognito-shaped access tokens: the user pool's OAuth endpoints.
 
 Moto's Cognito signs tokens with a key shipped inside moto, puts only
-``aws.cognito.signin.user.admin`` in their scope and has no ``/oauth2/token``, so
-neither a person with ``memory/*`` scopes nor a service identity (client
-credentials) can get a usable token from it. This issuer fills that gap: same
-claims as a Cognito access token, same ``iss`` as the emulated pool, RS256 with a
-``kid`` published as a JWK set, so the API Gateway emulator verifies them through
-the same path (issuer, JWKS, ``client_id``, scopes) as the real authorizer.
+``aws.cognito.signin.user.admin`` in their scope and has no ``/oauth2/token`` or
+``/oauth2/authorize``, so neither a person with ``memory/*`` scopes nor a service
+identity (client credentials) can get a usable token from it. This issuer fills that
+gap: same claims as a Cognito access token, same ``iss`` as the emulated pool, RS256
+with a ``kid`` published as a JWK set, so the deployed authorizer code verifies them
+exactly as it verifies the pool's.
+
+Its endpoints behave as the pool's do, for the app clients of the emulated pool (read
+with ``DescribeUserPoolClient``, so clients created by registration or the admin API
+count at once):
+
+- ``/oauth2/authorize`` (:meth:`LocalIssuer.authorize`): authorization code with PKCE
+  (``S256`` only, as Cognito), the client's registered redirect URIs only (exact
+  match), its allowed scopes, one RFC 8707 ``resource`` (which becomes the access
+  token's ``aud``). Instead of a password, a small page picks a demo person of the
+  pool; ``login_hint=<name>`` picks without the page, for scripted clients;
+- ``/oauth2/token`` (:meth:`LocalIssuer.token_endpoint`): ``client_credentials``
+  (agent keys), ``authorization_code`` (one use, PKCE verifier, same redirect URI)
+  and ``refresh_token``.
 
 The signing key persists in a PEM file (0600) so tokens written to
-``.dev/endpoint.json`` stay valid across restarts of ``make dev``.
+``.dev/endpoint.json`` stay valid across restarts of ``make dev``. Codes and refresh
+tokens live in memory: a restart signs everyone out, nothing more.
 """
 
 from __future__ import annotations
@@ -19,14 +33,19 @@ import binascii
 import contextlib
 import hashlib
 import hmac
+import html
 import json
 import os
+import re
+import secrets
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlencode, urlsplit
 
 import jwt
 from botocore.exceptions import ClientError
@@ -39,6 +58,25 @@ if TYPE_CHECKING:
 
 ALGORITHM = "RS256"
 DEFAULT_TTL_S = 3600  # Cognito's default access-token validity
+CODE_TTL_S = 300  # Cognito's authorization codes are valid for five minutes
+_PKCE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # base64url of a SHA-256, unpadded
+_PKCE_VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
+_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+Answer = tuple[int, dict[str, str], bytes]
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """What an authorization code or a refresh token stands for."""
+
+    client_id: str
+    sub: str
+    username: str
+    scopes: list[str]
+    resource: str | None
+    redirect_uri: str
+    challenge: str | None
+    expires_at: float
 
 
 class LocalIssuer:
@@ -62,6 +100,9 @@ class LocalIssuer:
             "alg": ALGORITHM,
             "use": "sig",
         }
+        self._codes: dict[str, SignIn] = {}
+        self._refresh_tokens: dict[str, SignIn] = {}
+        self._lock = threading.Lock()
 
     def jwks(self) -> dict[str, Any]:
         """The public JWK set, as Cognito serves it at ``/.well-known/jwks.json``."""
@@ -76,12 +117,15 @@ class LocalIssuer:
         username: str | None = None,
         ttl_s: int = DEFAULT_TTL_S,
         issued_at: int | None = None,
+        audience: str | None = None,
     ) -> str:
         """An access token with a Cognito access token's claims.
 
         A person's token carries ``username``; a client-credentials token has
         ``sub`` equal to ``client_id`` and no ``username`` (pass ``sub=client_id``).
-        ``issued_at`` and a negative ``ttl_s`` exist for tests of expiry.
+        ``audience`` is the RFC 8707 resource the client asked for (Cognito puts it in
+        ``aud``; tokens without one have no ``aud``). ``issued_at`` and a negative
+        ``ttl_s`` exist for tests of expiry.
         """
         now = int(time.time()) if issued_at is None else issued_at
         claims: dict[str, Any] = {
@@ -101,6 +145,8 @@ class LocalIssuer:
             claims["username"] = username
         else:
             del claims["origin_jti"]  # Cognito sets it only for sign-in sessions
+        if audience is not None:
+            claims["aud"] = audience
         # Cognito's header is {"kid", "alg"}: no "typ".
         return jwt.encode(
             claims, self._key, algorithm=ALGORITHM, headers={"kid": self.kid, "typ": None}
@@ -160,11 +206,12 @@ class LocalIssuer:
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """``POST /oauth2/token`` after form decoding: (status, JSON body, headers).
 
-        Clients authenticate with HTTP Basic (``client_secret_basic``) or with
-        ``client_id``/``client_secret`` form fields (``client_secret_post``), not
-        both (RFC 6749 §2.3). Only the client-credentials grant exists here.
+        Confidential clients authenticate with HTTP Basic (``client_secret_basic``) or
+        with ``client_id``/``client_secret`` form fields (``client_secret_post``), not
+        both (RFC 6749 §2.3); public clients send ``client_id`` alone. Grants:
+        ``client_credentials``, ``authorization_code`` and ``refresh_token``.
         """
-        no_store = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+        no_store = dict(_NO_STORE)
         fields: dict[str, str] = {}
         for name, values in form.items():
             if len(values) != 1:
@@ -174,6 +221,8 @@ class LocalIssuer:
         grant_type = fields.get("grant_type")
         if grant_type is None:
             return 400, _error("invalid_request", "grant_type is required"), no_store
+        if grant_type in ("authorization_code", "refresh_token"):
+            return self._user_grant(aws, grant_type, fields, authorization)
         if grant_type != "client_credentials":
             return 400, _error("unsupported_grant_type", "Unsupported grant type"), no_store
 
@@ -205,6 +254,234 @@ class LocalIssuer:
                 headers["WWW-Authenticate"] = 'Basic realm="oauth2"'
             return 401, result, headers
         return 400, result, no_store
+
+    # -- people: authorization code with PKCE, refresh -------------------------
+
+    def _user_grant(
+        self,
+        aws: LocalAws,
+        grant_type: str,
+        fields: Mapping[str, str],
+        authorization: str | None,
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        no_store = dict(_NO_STORE)
+        try:
+            client_id = _authenticate_client(aws, fields, authorization)
+        except _Refused as refused:
+            return refused.answer
+        if grant_type == "authorization_code":
+            with self._lock:
+                granted = self._codes.pop(fields.get("code", ""), None)  # one use only
+            if granted is None or granted.expires_at < time.time():
+                return 400, _error("invalid_grant", "Invalid or expired code"), no_store
+            if granted.client_id != client_id:
+                return 400, _error("invalid_grant", "Code was issued to another client"), no_store
+            if fields.get("redirect_uri") != granted.redirect_uri:
+                return 400, _error("invalid_grant", "redirect_uri does not match"), no_store
+            if granted.challenge is not None:
+                verifier = fields.get("code_verifier", "")
+                if not _PKCE_VERIFIER.match(verifier) or not hmac.compare_digest(
+                    _s256(verifier), granted.challenge
+                ):
+                    return 400, _error("invalid_grant", "PKCE verification failed"), no_store
+        else:
+            with self._lock:
+                granted = self._refresh_tokens.get(fields.get("refresh_token", ""))
+            if granted is None or granted.client_id != client_id:
+                return 400, _error("invalid_grant", "Invalid refresh token"), no_store
+        resource = fields.get("resource")
+        if resource is not None and resource != granted.resource:
+            return 400, _error("invalid_target", "resource differs from the sign-in"), no_store
+        answer: dict[str, Any] = {
+            "access_token": self.issue_access_token(
+                sub=granted.sub,
+                client_id=granted.client_id,
+                scopes=granted.scopes,
+                username=granted.username,
+                audience=granted.resource,
+            ),
+            "expires_in": DEFAULT_TTL_S,
+            "token_type": "Bearer",
+        }
+        if grant_type == "authorization_code":
+            # Cognito keeps one refresh token per sign-in (no rotation by default).
+            refresh = secrets.token_urlsafe(48)
+            with self._lock:
+                self._refresh_tokens[refresh] = granted
+            answer["refresh_token"] = refresh
+        return 200, answer, no_store
+
+    def authorize(
+        self, aws: LocalAws, query: Mapping[str, Sequence[str]], *, submitted: bool = False
+    ) -> Answer:
+        """``/oauth2/authorize``: (status, headers, body) of the answer.
+
+        Errors before the client and its redirect URI are known show a page (never
+        a redirect to an unverified URI); later ones redirect with ``error``. Without
+        a principal (``login_hint``, or the page's form when ``submitted``) the
+        answer is the sign-in page.
+        """
+        fields: dict[str, str] = {}
+        for name, values in query.items():
+            if len(values) != 1:
+                return _page(400, "Sign-in refused", f"The parameter {name} is repeated.")
+            fields[name] = values[0]
+        client_id = fields.get("client_id", "")
+        try:
+            client = aws.describe_client(client_id)
+        except ClientError:
+            return _page(400, "Sign-in refused", "This application is not registered.")
+        redirect_uri = fields.get("redirect_uri", "")
+        if redirect_uri not in client.get("CallbackURLs", []):
+            return _page(400, "Sign-in refused", "redirect_uri is not registered for this client.")
+
+        def fail(code: str, description: str) -> Answer:
+            params = {"error": code, "error_description": description}
+            if "state" in fields:
+                params["state"] = fields["state"]
+            return _redirect(redirect_uri, params)
+
+        if fields.get("response_type") != "code":
+            return fail("unsupported_response_type", "response_type must be code")
+        if "code" not in client.get("AllowedOAuthFlows", []) or not client.get(
+            "AllowedOAuthFlowsUserPoolClient"
+        ):
+            return fail("unauthorized_client", "the client may not use the code grant")
+        challenge, method = fields.get("code_challenge"), fields.get("code_challenge_method")
+        if (challenge is None) != (method is None):
+            return fail("invalid_request", "code_challenge and code_challenge_method go together")
+        if method is not None and method != "S256":
+            return fail("invalid_request", "only S256 is supported")
+        if challenge is not None and not _PKCE_CHALLENGE.match(challenge):
+            return fail("invalid_request", "code_challenge is not an S256 challenge")
+        allowed = list(client.get("AllowedOAuthScopes", []))
+        requested = fields["scope"].split() if fields.get("scope") else allowed
+        if not requested or any(scope not in allowed for scope in requested):
+            return fail("invalid_scope", "a requested scope is not allowed for this client")
+        resource = fields.get("resource")
+        if resource is not None and not _resource_ok(resource):
+            return fail("invalid_target", "resource must be an absolute https URL")
+
+        principal = fields.get("principal") if submitted else fields.get("login_hint")
+        people = aws.people()
+        if principal is None or principal not in people:
+            hidden = {k: v for k, v in fields.items() if k not in ("principal", "login_hint")}
+            notice = f"No person named {principal!r} in this pool." if principal else ""
+            return _sign_in_page(hidden, sorted(people), notice)
+        code = secrets.token_urlsafe(32)
+        with self._lock:
+            now = time.time()
+            self._codes = {c: g for c, g in self._codes.items() if g.expires_at >= now}
+            self._codes[code] = SignIn(
+                client_id=client_id,
+                sub=people[principal],
+                username=principal,
+                scopes=requested,
+                resource=resource,
+                redirect_uri=redirect_uri,
+                challenge=challenge,
+                expires_at=now + CODE_TTL_S,
+            )
+        params = {"code": code}
+        if "state" in fields:
+            params["state"] = fields["state"]
+        return _redirect(redirect_uri, params)
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _resource_ok(resource: str) -> bool:
+    """One absolute URL without a fragment: https, or http on the loopback interface
+    (Cognito takes http only for localhost; the emulator's origin is 127.0.0.1)."""
+    try:
+        parts = urlsplit(resource)
+    except ValueError:
+        return False
+    if parts.fragment or not parts.hostname:
+        return False
+    return parts.scheme == "https" or (
+        parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost")
+    )
+
+
+class _Refused(Exception):
+    """A token request refused: the token endpoint's (status, body, headers)."""
+
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        super().__init__(body["error"])
+        self.answer = (status, body, headers)
+
+
+def _authenticate_client(
+    aws: LocalAws, fields: Mapping[str, str], authorization: str | None
+) -> str:
+    """The client of a code or refresh request; a public client sends only its id."""
+    no_store = dict(_NO_STORE)
+    basic = _basic_credentials(authorization)
+    if basic is not None and "client_secret" in fields:
+        raise _Refused(
+            400, _error("invalid_request", "Use one client authentication method"), no_store
+        )
+    if basic is not None:
+        client_id, secret = basic
+    elif authorization:
+        challenge = {**no_store, "WWW-Authenticate": 'Basic realm="oauth2"'}
+        raise _Refused(401, _error("invalid_client", "Client authentication failed"), challenge)
+    else:
+        client_id, secret = fields.get("client_id", ""), fields.get("client_secret", "")
+    failed = _Refused(401, _error("invalid_client", "Client authentication failed"), no_store)
+    try:
+        described = aws.describe_client(client_id)
+    except ClientError:
+        raise failed from None
+    expected = str(described.get("ClientSecret") or "")
+    if expected != "" and not hmac.compare_digest(expected.encode(), secret.encode()):
+        raise failed
+    if expected == "" and secret:
+        raise failed  # a public client has no secret to present
+    return client_id
+
+
+def _redirect(uri: str, params: Mapping[str, str]) -> Answer:
+    separator = "&" if urlsplit(uri).query else "?"
+    return 302, {"Location": f"{uri}{separator}{urlencode(params)}", **_NO_STORE}, b""
+
+
+def _page(status: int, title: str, text: str, form: str = "") -> Answer:
+    body = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto}"
+        "button{display:block;width:100%;margin:.4rem 0;padding:.6rem;font-size:1rem}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>{form}"
+        "</body></html>"
+    )
+    headers = {
+        "Content-Type": "text/html; charset=utf-8",
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+        "X-Frame-Options": "DENY",
+        **_NO_STORE,
+    }
+    return status, headers, body.encode()
+
+
+def _sign_in_page(hidden: Mapping[str, str], people: Sequence[str], notice: str) -> Answer:
+    inputs = "".join(
+        f"<input type='hidden' name='{html.escape(k)}' value='{html.escape(v)}'>"
+        for k, v in hidden.items()
+    )
+    buttons = "".join(
+        f"<button type='submit' name='principal' value='{html.escape(p)}'>{html.escape(p)}</button>"
+        for p in people
+    )
+    form = f"<form method='post' action='/oauth2/authorize'>{inputs}{buttons}</form>"
+    text = (notice + " " if notice else "") + (
+        "Local development sign-in: choose who you are (no password)."
+    )
+    return _page(200, "Sign in to memory-server", text, form)
 
 
 def _error(code: str, description: str) -> dict[str, Any]:

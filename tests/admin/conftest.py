@@ -15,10 +15,10 @@ from memory_local.dev import DevStack
 from memory_server.admin.openapi import build_openapi
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
+from memory_server.signin.authorizer import authorizer_context
 
 from tests.support import SharedStack, using_stack
 
-ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_test"
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 NO_ADMIN_SCOPES = [s for s in ALL_SCOPES if s != "memory/admin"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,12 +69,7 @@ def admin_event(
 ) -> dict[str, Any]:
     raw_path = f"/w/{workspace}/admin{path}"
     authorizer = (
-        {
-            "jwt": {
-                "claims": {"sub": sub, "token_use": "access", "scope": " ".join(scopes)},
-                "scopes": list(scopes),
-            }
-        }
+        {"lambda": authorizer_context(sub, "test-client", list(scopes))}
         if sub is not None
         else None
     )
@@ -128,7 +123,7 @@ def directory() -> FakeDirectory:
 
 @pytest.fixture(scope="session")
 def admin_service(database, directory) -> McpService:  # type: ignore[no-untyped-def]
-    settings = Settings(database_url="unused", cursor_secret=b"c" * 32, auth_issuer=ISSUER)
+    settings = Settings(database_url="unused", cursor_secret=b"c" * 32)
     service = McpService(settings, database)
     service.admin.directory = directory
     return service

@@ -206,6 +206,52 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
     assert readd.status == 409  # a revoked key never comes back
 
 
+def test_a_key_never_has_more_than_its_creators_effective_grants(
+    ws, admin_service, directory
+) -> None:  # type: ignore[no-untyped-def]
+    # An admin by membership without delete, and one whose token lacks write.shared:
+    # effective grants are token scopes ∩ membership grants, and keys stay within them.
+    dana = ws.person("dana", ("read", "write:shared", "admin"))
+    erin = ws.person("erin")
+    before = set(directory.clients)
+    cases = [
+        (dana, ALL_SCOPES, ["memory/read", "memory/delete"], "memory/delete"),
+        (
+            erin,
+            ["memory/read", "memory/admin"],
+            ["memory/read", "memory/write.shared"],
+            "memory/write.shared",
+        ),
+        (erin, ["memory/read", "memory/admin"], ["memory/admin"], None),  # admin itself: ok
+    ]
+    for who, token_scopes, key_scopes, beyond in cases:
+        made = call(
+            admin_service,
+            ws.slug,
+            "POST",
+            "/agent-keys",
+            who,
+            scopes=token_scopes,
+            body={"name": f"k-{uuid.uuid4().hex[:6]}", "scopes": key_scopes},
+        )
+        if beyond is None:
+            assert made.status == 201, made.body
+            continue
+        assert made.status == 403 and made.body["error"] == "permission_denied", made.body
+        assert beyond in made.body["message"]
+    # Only the allowed key was created in the pool.
+    assert len(set(directory.clients) - before) == 1
+    within = call(
+        admin_service,
+        ws.slug,
+        "POST",
+        "/agent-keys",
+        dana,
+        body={"name": "within", "scopes": ["memory/read", "memory/write.shared"]},
+    )
+    assert within.status == 201 and within.body["grants"] == ["read", "write:shared"]
+
+
 def test_a_failed_key_creation_leaves_no_app_client(
     ws, admin_service, directory, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]

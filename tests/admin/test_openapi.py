@@ -9,6 +9,7 @@ from typing import Any
 from memory_local.gateway import ADMIN_ROUTE, match_route
 from memory_server.admin.http import ROUTES
 from memory_server.admin.openapi import build_openapi
+from memory_server.signin.authorizer import ROUTE_SCOPES
 from openapi_spec_validator import validate
 
 from tests.admin.conftest import ROOT
@@ -49,6 +50,7 @@ def test_the_gateway_routes_every_admin_path_with_the_admin_scope() -> None:
         matched = match_route(route.method, path)
         assert matched is not None
         gateway_route, parameters = matched
-        assert gateway_route.key == ADMIN_ROUTE and gateway_route.scopes == ("memory/admin",)
+        assert gateway_route.key == ADMIN_ROUTE and gateway_route.authorized
+        assert ROUTE_SCOPES[gateway_route.key] == "memory/admin"
         assert parameters["workspace"] == "acme"
     assert match_route("POST", "/w/acme/mcp")[0].key != ADMIN_ROUTE  # type: ignore[index]

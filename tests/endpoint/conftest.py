@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from memory_server.service import McpService, Settings
-
-ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_test"
+from memory_server.signin.authorizer import authorizer_context
 
 
 def event(
@@ -24,14 +23,7 @@ def event(
 ) -> dict[str, Any]:
     raw_path = path or f"/w/{workspace}/mcp"
     authorizer = (
-        {
-            "jwt": {
-                "claims": {"sub": sub, "token_use": "access", "scope": " ".join(scopes)},
-                "scopes": scopes,
-            }
-        }
-        if sub is not None
-        else None
+        {"lambda": authorizer_context(sub, "test-client", scopes)} if sub is not None else None
     )
     return {
         "version": "2.0",
@@ -53,5 +45,5 @@ def event(
 
 @pytest.fixture(scope="session")
 def service(database) -> McpService:  # type: ignore[no-untyped-def]
-    settings = Settings(database_url="unused", cursor_secret=b"c" * 32, auth_issuer=ISSUER)
+    settings = Settings(database_url="unused", cursor_secret=b"c" * 32)
     return McpService(settings, database)

@@ -44,9 +44,6 @@ class FakeLambdaContext:
 def app(cluster, monkeypatch_module) -> ModuleType:  # type: ignore[no-untyped-def]
     monkeypatch_module.setenv("DATABASE_URL", cluster.runtime_url)
     monkeypatch_module.setenv("CURSOR_SECRET", "x" * 40)
-    monkeypatch_module.setenv(
-        "AUTH_ISSUER", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_sample"
-    )
     monkeypatch_module.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch_module.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     spec = importlib.util.spec_from_file_location("mcp_app", ROOT / "functions" / "mcp" / "app.py")

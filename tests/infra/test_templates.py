@@ -12,20 +12,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_server import aws_config, migrate, runtime
+from memory_server import aws_config, limits, migrate, runtime
 from memory_server.grants import SCOPE_GRANTS
+from memory_server.signin import authorizer, management
 
 from tests.infra.conftest import NESTED, ROOT, TEMPLATE, resources_of
 
-FUNCTIONS = ("McpFunction", "AuditSweeperFunction", "MigrationFunction")
+IN_VPC = ("McpFunction", "AuditSweeperFunction", "MigrationFunction")
+OUTSIDE_VPC = ("AuthorizerFunction", "ManagementFunction")
+FUNCTIONS = (*IN_VPC, *OUTSIDE_VPC)
 ROLES = {
     "McpFunction": "McpRole",
     "AuditSweeperFunction": "AuditSweeperRole",
     "MigrationFunction": "MigrationRole",
+    "AuthorizerFunction": "AuthorizerRole",
+    "ManagementFunction": "ManagementRole",
 }
 MCP_PATH = "/w/{workspace}/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/w/{workspace}/mcp"
 ADMIN_PATH = "/w/{workspace}/admin/{proxy+}"
+AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
+REGISTER_PATH = "/register"
+PUBLIC = {METADATA_PATH: "get", AS_METADATA_PATH: "get", REGISTER_PATH: "post"}
 
 # Actions AWS does not let a policy scope to a resource, and which are therefore
 # granted on "*" (each named where it is used in template.yaml):
@@ -107,35 +115,48 @@ def _routes(transformed: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, A
             yield path, method, spec
 
 
-def test_authorizer_is_on_every_mcp_route_and_only_metadata_is_public(
+def test_authorizer_is_on_every_mcp_and_admin_route_and_only_sign_in_is_public(
     transformed: dict[str, Any], sam_template: dict[str, Any]
 ) -> None:
     routes = list(_routes(transformed))
-    assert {path for path, _, _ in routes} == {MCP_PATH, METADATA_PATH, ADMIN_PATH}
+    assert {path for path, _, _ in routes} == {MCP_PATH, ADMIN_PATH, *PUBLIC}
     for path, method, spec in routes:
         (security,) = spec["security"]
-        if path == METADATA_PATH:
-            assert (method, security) == ("get", {"NONE": []})
-        elif path == ADMIN_PATH:
-            assert security == {"CognitoJwt": ["memory/admin"]}
+        if path in PUBLIC:
+            assert (method, security) == (PUBLIC[path], {"NONE": []})
         else:
-            # Any one of the memory/* scopes; the exact grant is the handler's and the
-            # database's business.
-            assert set(security) == {"CognitoJwt"}
-            assert set(security["CognitoJwt"]) == set(SCOPE_GRANTS)
+            # The Lambda authorizer on every method of both routes; which scope each
+            # route needs is the authorizer's (and again the handler's) business.
+            assert path in (MCP_PATH, ADMIN_PATH) and method == "x-amazon-apigateway-any-method"
+            assert security == {"TokenAuthorizer": []}
 
     (api,) = resources_of(transformed, "AWS::ApiGatewayV2::Api").values()
-    scheme = api["Properties"]["Body"]["components"]["securitySchemes"]["CognitoJwt"]
-    authorizer = scheme["x-amazon-apigateway-authorizer"]
-    assert authorizer["type"] == "jwt"
-    assert authorizer["identitySource"] == "$request.header.Authorization"
-    issuer = authorizer["jwtConfiguration"]["issuer"]
-    assert issuer == {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"}
-    audience = json.dumps(authorizer["jwtConfiguration"]["audience"])
-    assert '"Ref": "PeopleClient"' in audience and "AgentClientIds" in audience
+    scheme = api["Properties"]["Body"]["components"]["securitySchemes"]["TokenAuthorizer"]
+    config = scheme["x-amazon-apigateway-authorizer"]
+    assert config["type"] == "request"
+    assert config["authorizerPayloadFormatVersion"] == "2.0"
+    assert config["enableSimpleResponses"] is True
+    # The cache key is the token and the route, for the documented time.
+    assert config["identitySource"] == ["$request.header.Authorization", "$context.routeKey"]
+    assert config["authorizerResultTtlInSeconds"] == limits.AUTHORIZER_CACHE_TTL_S
+    assert '["AuthorizerFunction", "Arn"]' in json.dumps(config["authorizerUri"])
     assert sam_template["Resources"]["HttpApi"]["Properties"]["Auth"]["DefaultAuthorizer"] == (
-        "CognitoJwt"
+        "TokenAuthorizer"
     )
+    # API Gateway may invoke the authorizer (else every request would be a 500).
+    permissions = [
+        p["Properties"]
+        for p in resources_of(transformed, "AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": ["AuthorizerFunction", "Arn"]}
+    ]
+    assert [p["Principal"] for p in permissions] == ["apigateway.amazonaws.com"]
+    # The route keys the authorizer knows are the template's routes.
+    assert {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}"} == set(authorizer.ROUTE_SCOPES)
+
+
+def test_no_jwt_authorizer_or_client_list_remains(sam_template: dict[str, Any]) -> None:
+    text = json.dumps(sam_template)
+    assert "JwtConfiguration" not in text and "AgentClientIds" not in text
 
 
 def test_resource_server_declares_exactly_the_contract_scopes(sam_template: dict[str, Any]) -> None:
@@ -216,20 +237,50 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
     migration = _role_actions(transformed, "MigrationRole")
     table = {"Fn::GetAtt": ["IdempotencyTable", "Arn"]}
     bus = {"Fn::GetAtt": ["AuditBus", "Arn"]}
-    for action in (
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-    ):
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"):
         assert mcp[action] == [table]
     assert mcp["events:PutEvents"] == [bus] and sweeper["events:PutEvents"] == [bus]
     assert not [a for a in sweeper if a.startswith(("dynamodb:", "secretsmanager:"))]
     assert not [a for a in mcp if a.startswith("secretsmanager:")]  # cursor key: deploy-time
+    management = _role_actions(transformed, "ManagementRole")
+    signin = _role_actions(transformed, "AuthorizerRole")
+    signin_table = {"Fn::GetAtt": ["SigninTable", "Arn"]}
+    pool = {"Fn::GetAtt": ["UserPool", "Arn"]}
+    assert mcp["lambda:InvokeFunction"] == [{"Fn::GetAtt": ["ManagementFunction", "Arn"]}]
+    assert {a: r for a, r in management.items() if a.startswith("cognito-idp:")} == {
+        "cognito-idp:CreateUserPoolClient": [pool],
+        "cognito-idp:DeleteUserPoolClient": [pool],
+    }
+    assert {a: r for a, r in management.items() if a.startswith("dynamodb:")} == {
+        a: [signin_table]
+        for a in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Scan")
+    }
+    assert management["events:PutEvents"] == [bus]
+    assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    # The MCP function records registered clients' last use, nothing else there.
+    assert mcp["dynamodb:UpdateItem"] == [table, signin_table]
+    assert [a for a in mcp if a.startswith("dynamodb:") and signin_table in mcp[a]] == [
+        "dynamodb:UpdateItem"
+    ]
+    for role in ("AuthorizerRole", "ManagementRole"):
+        assert not [a for a in _role_actions(transformed, role) if a.startswith(("ec2:", "rds"))]
     assert not [a for a in migration if a.startswith(("dynamodb:", "events:", "rds-db:"))]
     secrets = json.dumps(migration["secretsmanager:GetSecretValue"])
     for secret in ("OwnerDbSecret", "RuntimeDbSecret", "AuditorDbSecret", "MasterSecretArn"):
         assert secret in secrets
+
+
+def test_only_the_management_function_may_write_to_the_user_pool(
+    transformed: dict[str, Any],
+) -> None:
+    for role in resources_of(transformed, "AWS::IAM::Role"):
+        cognito = [a for a in _role_actions(transformed, role) if a.startswith("cognito-idp:")]
+        if role == "ManagementRole":
+            assert cognito
+        else:
+            # Not even a read: the MCP function reaches the pool only through the
+            # management function, which is outside the VPC.
+            assert cognito == [], f"{role} holds {cognito}"
 
 
 def _db_user(template: dict[str, Any], role: str) -> str:
@@ -281,6 +332,9 @@ def test_runtime_db_role_is_not_the_migration_role(
 def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) -> None:
     env = transformed["Resources"]["McpFunction"]["Properties"]["Environment"]["Variables"]
     assert set(env) == set(runtime.ENVIRONMENT) | set(aws_config.ENVIRONMENT)
+    assert env["MANAGEMENT_FUNCTION"] == {"Ref": "ManagementFunction"}
+    assert env["SIGNIN_TABLE"] == {"Ref": "SigninTable"}
+    assert "USER_POOL_ID" not in env and "AUTH_ISSUER" not in env
     assert env["DB_IAM_AUTH"] == "true"
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
     assert env["AUDIT_BUS_NAME"] == {"Ref": "AuditBus"}
@@ -288,12 +342,19 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
     assert "sslmode=require" in env["DATABASE_URL"]["Fn::Sub"][0]
 
 
-def test_functions_run_python_312_on_arm64_in_the_vpc(transformed: dict[str, Any]) -> None:
+def test_functions_run_python_312_on_arm64_and_only_the_database_users_in_the_vpc(
+    transformed: dict[str, Any],
+) -> None:
     for name in FUNCTIONS:
         props = transformed["Resources"][name]["Properties"]
         assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
-        assert props["VpcConfig"]["SecurityGroupIds"]
         assert props["LoggingConfig"]["LogGroup"]["Ref"].endswith("LogGroup")
+        if name in IN_VPC:
+            assert props["VpcConfig"]["SecurityGroupIds"]
+        else:
+            # The authorizer and the management function talk to Cognito (JWKS,
+            # app clients), which a VPC could reach only through a NAT gateway.
+            assert "VpcConfig" not in props, name
     mcp = transformed["Resources"]["McpFunction"]["Properties"]
     assert mcp["SnapStart"] == {"ApplyOn": "PublishedVersions"}
     assert resources_of(transformed, "AWS::Lambda::Alias")
@@ -387,11 +448,36 @@ def test_network_has_no_internet_route_and_the_endpoints_it_needs(
         "s3": "Gateway",  # the custom resource's response URL
         "events": "Interface",
         "secretsmanager": "Interface",
-        "cognito-idp": "Interface",  # agent keys from the admin API
+        "lambda": "Interface",  # the admin API invokes the management function
     }
     subnets = resources_of(net, "AWS::EC2::Subnet")
     zones = {json.dumps(s["Properties"]["AvailabilityZone"]) for s in subnets.values()}
     assert len(subnets) == 2 and len(zones) == 2
+
+
+def test_sign_in_functions_get_what_their_code_reads(
+    transformed: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    resources = transformed["Resources"]
+    auth_env = resources["AuthorizerFunction"]["Properties"]["Environment"]["Variables"]
+    assert set(auth_env) == set(authorizer.ENVIRONMENT)
+    assert auth_env["AUTH_ISSUER"] == {
+        "Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"
+    }
+    mgmt_env = resources["ManagementFunction"]["Properties"]["Environment"]["Variables"]
+    assert set(mgmt_env) == set(management.ENVIRONMENT)
+    assert mgmt_env["CLIENT_IDLE_DAYS"] == {"Ref": "RegisteredClientIdleDays"}
+    assert sam_template["Parameters"]["RegisteredClientIdleDays"]["Default"] == (
+        limits.REGISTERED_CLIENT_IDLE_DAYS
+    )
+    sweep = sam_template["Resources"]["ManagementFunction"]["Properties"]["Events"]["SweepClients"]
+    assert sweep["Type"] == "Schedule"
+    assert json.loads(sweep["Properties"]["Input"]) == {"action": "sweep_clients"}
+    table = sam_template["Resources"]["SigninTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    # Resource binding (RFC 8707) needs the Essentials (or Plus) feature plan.
+    assert sam_template["Resources"]["UserPool"]["Properties"]["UserPoolTier"] == "ESSENTIALS"
 
 
 def test_idempotency_table_is_on_demand_with_ttl(sam_template: dict[str, Any]) -> None:
@@ -417,7 +503,15 @@ def test_outputs_name_the_endpoint_pool_issuer_bus_and_table(sam_template: dict[
     assert (
         endpoint == "https://${HttpApi}.execute-api.${AWS::Region}.amazonaws.com/w/{workspace}/mcp"
     )
-    for name in ("UserPoolId", "UserPoolIssuer", "AuditBusName", "IdempotencyTableName"):
+    for name in (
+        "UserPoolId",
+        "UserPoolIssuer",
+        "AuditBusName",
+        "IdempotencyTableName",
+        "AuthorizationServerMetadataUrl",
+        "RegistrationEndpoint",
+        "ManagementFunctionName",
+    ):
         assert name in outputs
 
 

@@ -140,9 +140,11 @@ def agent(local_aws: LocalAws) -> Agent:
 
 @pytest.fixture(scope="session")
 def gateway(local_aws: LocalAws, issuer: LocalIssuer, agent: Agent) -> Iterator[ApiGateway]:
-    audiences = {local_aws.provisioned.people_client_id, agent.client_id}
+    # The deployed authorizer code with its defaults (the issuer's key set, this
+    # gateway's URL as the public base URL), and no result cache, so every request
+    # is decided afresh; the cache has its own tests.
     with ApiGateway(
-        echo_handler, issuer=issuer, audiences=audiences, aws=local_aws, quiet=True
+        echo_handler, issuer=issuer, aws=local_aws, authorizer_ttl_s=0, quiet=True
     ) as gw:
         yield gw
 

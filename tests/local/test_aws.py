@@ -189,3 +189,13 @@ def test_a_seed_gives_the_same_identifiers_after_a_restart() -> None:
     first, second = json.loads(result.stdout)
     assert first == second
     assert all(first)
+
+
+def test_sign_in_table_and_the_pools_people(local_aws: LocalAws) -> None:
+    dynamodb = local_aws.client("dynamodb")
+    table = dynamodb.describe_table(TableName=local_aws.provisioned.signin_table)["Table"]
+    assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    ttl = dynamodb.describe_time_to_live(TableName=local_aws.provisioned.signin_table)
+    assert ttl["TimeToLiveDescription"]["AttributeName"] == "expires_at"
+    sub = local_aws.create_user("signin-person")
+    assert local_aws.people()["signin-person"] == sub

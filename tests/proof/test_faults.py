@@ -444,12 +444,9 @@ def unreachable(stack: Any) -> Iterator[str]:
     """The same Lambda handler and gateway, with a database that refuses connections."""
     url = f"postgresql://memory_runtime:x@127.0.0.1:{_closed_port()}/memory?connect_timeout=2"
     database = Database(url, min_size=1, max_size=2)
-    settings = Settings(database_url=url, cursor_secret=b"u" * 32, auth_issuer=stack.info["issuer"])
+    settings = Settings(database_url=url, cursor_secret=b"u" * 32)
     gateway = ApiGateway(
-        McpService(settings, database).handle,
-        issuer=stack.gateway.local_issuer,
-        audiences=stack.gateway.authorizer.audiences,
-        quiet=True,
+        McpService(settings, database).handle, issuer=stack.gateway.local_issuer, quiet=True
     ).start()
     try:
         yield gateway.mcp_url("acme")

@@ -24,7 +24,7 @@ from .errors import (
     no_such_workspace,
     unauthenticated,
 )
-from .gateway_events import SLUG, request_headers, token_identity
+from .gateway_events import SLUG, request_headers, resource_url, token_identity
 from .grants import SCOPE_GRANTS
 from .store import resolve_caller
 
@@ -47,6 +47,7 @@ ADMIN_GATE = Gate("memory/admin", "memory/admin", None, listening=False, memory_
 @dataclass(frozen=True, slots=True)
 class Authenticator:
     db: Database
+    public_base_url: str | None = None  # how clients name this service (RFC 8707 resources)
 
     def authenticate(
         self, event: Mapping[str, Any], workspace: str, gate: Gate, deadline: Deadline
@@ -54,6 +55,13 @@ class Authenticator:
         """The caller of this request, or an ``EdgeError`` saying why not."""
         identity = token_identity(event)
         if identity is None:
+            raise unauthenticated(gate.challenge_scope)
+        # A token bound to resources (RFC 8707: Cognito puts the requested resource in
+        # ``aud``) is good only at those. The authorizer checks it too, but its cached
+        # decision is reused across workspaces, so the check that counts is this one.
+        if identity.audiences and (
+            resource_url(event, workspace, self.public_base_url) not in identity.audiences
+        ):
             raise unauthenticated(gate.challenge_scope)
         scopes = identity.scopes
         if gate.scope is None:

@@ -22,8 +22,8 @@ from typing import Any
 from .admin.http import AdminApi
 from .caller import Deadline
 from .errors import EdgeError, ServiceError, http_answer
-from .gateway_events import empty_response, json_response
-from .grants import SCOPE_GRANTS
+from .gateway_events import base_url, empty_response, json_response, resource_url
+from .grants import MCP_SCOPES
 from .limits import DEADLINE_S, LAMBDA_RESERVE_S, MIN_DEADLINE_S
 from .protocol.endpoint import McpRoute
 
@@ -46,7 +46,6 @@ def deadline_for(lambda_context: Any) -> Deadline:
 class Edge:
     mcp: McpRoute
     admin: AdminApi
-    auth_issuer: str
     public_base_url: str | None = None
 
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
@@ -88,21 +87,20 @@ class Edge:
             f'resource_metadata="{metadata}"'
         )
 
-    def _base_url(self, event: Mapping[str, Any]) -> str:
-        if self.public_base_url:
-            return self.public_base_url.rstrip("/")
-        return f"https://{event.get('requestContext', {}).get('domainName', 'localhost')}"
-
     def _metadata_url(self, event: Mapping[str, Any], workspace: str) -> str:
-        return f"{self._base_url(event)}/.well-known/oauth-protected-resource/w/{workspace}/mcp"
+        base = base_url(event, self.public_base_url)
+        return f"{base}/.well-known/oauth-protected-resource/w/{workspace}/mcp"
 
     def _metadata(self, event: Mapping[str, Any], workspace: str) -> dict[str, Any]:
+        # The authorization server is the product itself (RFC 8414 metadata and RFC 7591
+        # registration at its origin, served by the management function); it sends
+        # people to the user pool's sign-in and token endpoints.
         return json_response(
             200,
             {
-                "resource": f"{self._base_url(event)}/w/{workspace}/mcp",
-                "authorization_servers": [self.auth_issuer],
-                "scopes_supported": list(SCOPE_GRANTS),
+                "resource": resource_url(event, workspace, self.public_base_url),
+                "authorization_servers": [base_url(event, self.public_base_url)],
+                "scopes_supported": list(MCP_SCOPES),
                 "bearer_methods_supported": ["header"],
                 "resource_name": "memory-server",
             },

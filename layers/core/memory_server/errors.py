@@ -8,7 +8,10 @@ One hierarchy, one mapping to each wire format:
 - ``AdminError``: an admin API answer (:func:`http_answer`), ``422`` with the field
   and rule broken, ``404``/``409``/``503`` for the rest.
 - ``EdgeError``: what the HTTP edge answers before any tool or admin action runs
-  (401/403 challenges, 404 for a workspace, 403 ``context_unavailable``, 400, 503).
+  (401/403 challenges, 404 for a workspace, 403 ``context_unavailable``, 400, 503);
+  ``TokenRefused`` is the Lambda authorizer's 401.
+- ``OAuthError``: an answer of the product's authorization-server endpoints
+  (registration), in the RFC 6749 / RFC 7591 shape ``{"error", "error_description"}``.
 
 Over plain HTTP every ``ServiceError`` answers with :func:`http_answer`; a
 ``ToolError`` raised inside an admin action (the database timed out, a context id
@@ -121,6 +124,35 @@ class EdgeError(ServiceError):
         self.headers = headers or {}
 
 
+class TokenRefused(EdgeError):
+    """The Lambda authorizer's refusal of a missing or invalid token.
+
+    API Gateway answers 401 ``{"message":"Unauthorized"}`` when an authorizer fails with
+    exactly the message ``Unauthorized``, so that is this exception's text; ``reason``
+    (why) goes to the log only.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(401, "unauthorized", "Unauthorized", body={"message": "Unauthorized"})
+        self.reason = reason
+
+
+class KeySetUnavailable(Exception):
+    """The user pool's key set could not be fetched: the service's fault, not the
+    caller's (the authorizer fails, and API Gateway answers 500)."""
+
+
+class OAuthError(ServiceError):
+    """An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2)."""
+
+    def __init__(
+        self, status: int, code: str, description: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(code, description)
+        self.status = status
+        self.headers = headers or {}
+
+
 def invalid(message: str, **details: Any) -> ToolError:
     return ToolError("invalid_argument", message, **details)
 
@@ -171,6 +203,9 @@ def http_answer(error: ServiceError) -> tuple[int, dict[str, Any] | None, dict[s
     """Status, JSON body (``None``: empty) and headers of ``error`` over plain HTTP."""
     if isinstance(error, EdgeError):
         return error.status, error.body, dict(error.headers)
+    if isinstance(error, OAuthError):
+        oauth = {"error": error.code, "error_description": error.message}
+        return error.status, oauth, {"cache-control": "no-store", **error.headers}
     body: dict[str, Any] = {"error": error.code, "message": error.message}
     if isinstance(error, AdminError) and error.problems:
         body["problems"] = error.problems

@@ -20,20 +20,41 @@ class TokenIdentity:
 
     subject: str
     scopes: list[str]
+    client_id: str | None = None
+    # RFC 8707: the resources the token is bound to (its ``aud``); empty when unbound.
+    audiences: tuple[str, ...] = ()
 
 
 def token_identity(event: Mapping[str, Any]) -> TokenIdentity | None:
-    """Identity only from ``requestContext.authorizer.jwt`` (what the authorizer verified).
+    """Identity only from ``requestContext.authorizer.lambda``: the context the Lambda
+    authorizer (:mod:`.signin.authorizer`) returned after verifying the token.
 
-    ``None`` when there is no verified access token (ID tokens are not accepted).
+    ``None`` when there is no verified access token. The context's values are strings:
+    ``scope`` and ``aud`` are space-separated lists.
     """
-    jwt = (event.get("requestContext", {}).get("authorizer") or {}).get("jwt") or {}
-    claims = jwt.get("claims") or {}
-    subject = claims.get("sub")
-    if not subject or claims.get("token_use", "access") != "access":
+    verified = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
+    subject = verified.get("sub")
+    if not subject or verified.get("token_use", "access") != "access":
         return None
-    scopes = jwt.get("scopes") or str(claims.get("scope", "")).split()
-    return TokenIdentity(str(subject), list(scopes))
+    return TokenIdentity(
+        str(subject),
+        str(verified.get("scope") or "").split(),
+        str(verified["client_id"]) if verified.get("client_id") else None,
+        tuple(str(verified.get("aud") or "").split()),
+    )
+
+
+def base_url(event: Mapping[str, Any], configured: str | None) -> str:
+    """The service's origin as clients reach it: ``PUBLIC_BASE_URL`` when set, else
+    ``https://`` and the domain API Gateway received the request on."""
+    if configured:
+        return configured.rstrip("/")
+    return f"https://{event.get('requestContext', {}).get('domainName', 'localhost')}"
+
+
+def resource_url(event: Mapping[str, Any], workspace: str, configured: str | None) -> str:
+    """The RFC 9728 / RFC 8707 resource identifier of a workspace's MCP endpoint."""
+    return f"{base_url(event, configured)}/w/{workspace}/mcp"
 
 
 def json_response(

@@ -36,3 +36,9 @@ def write_grant(namespace: str) -> Grant:
 def sorted_grants(grants: Iterable[str]) -> list[str]:
     order: dict[str, int] = {g: i for i, g in enumerate(ALL_GRANTS)}
     return sorted(set(grants), key=lambda g: order.get(g, len(order)))
+
+
+# What an MCP client asks for (RFC 9728 scopes_supported) and what self-registered
+# clients may be granted: every memory scope but memory/admin, which only the people
+# client (memoryctl, the admin API) requests.
+MCP_SCOPES: tuple[str, ...] = tuple(s for s in SCOPE_GRANTS if s != "memory/admin")

@@ -49,3 +49,29 @@ CURSOR_TTL_S = 900
 REVISION_TTL_MS = 86_400_000  # an immutable revision: a day in a private cache
 CATALOG_TTL_MS = 3_600_000  # server/discover, resource templates: same for everyone
 TOOLS_TTL_MS = 60_000  # tools/list depends on the caller's grants
+
+# -- Sign-in: the authorizer, discovery and registration (docs/contract.md §1, §2) ----
+TOKEN_LEEWAY_S = 30  # clock skew allowed on a token's exp, nbf and iat
+JWKS_TTL_S = 3600  # the pool's key set is fetched again once it is this old
+JWKS_REFETCH_MIN_S = 60  # an unknown kid fetches the key set again at most this often
+JWKS_FETCH_TIMEOUT_S = 3.0
+# API Gateway keeps an authorizer decision this long, keyed on the Authorization header
+# and the route; revocation does not wait for it (the handler checks membership).
+AUTHORIZER_CACHE_TTL_S = 300
+# A registered client's last use is written at most this often per authorizer container.
+CLIENT_TOUCH_EVERY_S = 86_400
+REGISTERED_CLIENT_IDLE_DAYS = 30  # default; the template parameter overrides it
+# A registered client nobody has used yet (the person never finished signing in) goes
+# after a day, so abandoned registrations do not pile up against the pool's quota.
+REGISTERED_CLIENT_UNUSED_GRACE_S = 86_400
+REGISTRATIONS_PER_SOURCE_PER_HOUR = 10
+# In total: at most 720 a day, under the pool's default quota of app clients even if
+# every one of them is abandoned (they go after REGISTERED_CLIENT_UNUSED_GRACE_S).
+REGISTRATIONS_PER_HOUR = 30
+REGISTRATION_BODY_MAX_BYTES = 16_384
+REGISTRATION_MAX_REDIRECT_URIS = 10
+REDIRECT_URI_MAX_CHARS = 1024  # Cognito's limit on a callback URL
+CLIENT_NAME_MAX_CHARS = 64
+SIGNIN_ACCESS_TOKEN_MINUTES = 60  # registered clients' tokens (Cognito: 5 min to 1 day)
+SIGNIN_REFRESH_TOKEN_DAYS = 30
+AUTHORIZATION_CODE_TTL_S = 300  # Cognito's authorization codes live five minutes

@@ -14,11 +14,11 @@ from .service import McpService, Settings
 ENVIRONMENT = (
     "DATABASE_URL",
     "CURSOR_SECRET",
-    "AUTH_ISSUER",
     "PUBLIC_BASE_URL",
     "IDEMPOTENCY_TABLE",
     "AUDIT_BUS_NAME",
-    "USER_POOL_ID",
+    "MANAGEMENT_FUNCTION",
+    "SIGNIN_TABLE",
 )
 
 
@@ -32,9 +32,10 @@ def build_service(
         max_size=int(env.get("DB_POOL_SIZE", "1")),
     )
     events_client = dynamodb_client = None
-    if settings.audit_bus or settings.idempotency_table:
+    if settings.audit_bus or settings.idempotency_table or settings.signin_table:
         import boto3  # only when AWS services are configured
 
         events_client = boto3.client("events") if settings.audit_bus else None
-        dynamodb_client = boto3.client("dynamodb") if settings.idempotency_table else None
+        dynamodb = settings.idempotency_table or settings.signin_table
+        dynamodb_client = boto3.client("dynamodb") if dynamodb else None
     return McpService(settings, db, events_client, dynamodb_client, observer)

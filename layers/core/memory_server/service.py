@@ -17,16 +17,18 @@ from typing import Any
 
 from . import audit
 from .admin.http import AdminApi
-from .admin.identity import CognitoDirectory
+from .admin.identity import LambdaDirectory
 from .auth import Authenticator
 from .db import Database
 from .edge import Edge
+from .gateway_events import token_identity
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
 from .protocol import resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
 from .protocol.tools import Observer, ToolTable
+from .signin.registry import SigninTable, UsageRecorder
 from .store import Store
 
 INSTRUCTIONS = (
@@ -39,13 +41,14 @@ INSTRUCTIONS = (
 class Settings:
     database_url: str
     cursor_secret: bytes
-    auth_issuer: str
     public_base_url: str | None = None
     idempotency_table: str | None = None
     audit_bus: str | None = None
-    # The Cognito user pool agent keys are created in (admin API); optional, so the
-    # MCP path never needs Cognito.
-    user_pool_id: str | None = None
+    # The management function that creates and deletes agent keys' app clients (the
+    # admin API); optional, and this function itself holds no Cognito permission.
+    management_function: str | None = None
+    # Where registered clients' last use is recorded (the daily sweep reads it).
+    signin_table: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -55,11 +58,11 @@ class Settings:
         return cls(
             database_url=env["DATABASE_URL"],
             cursor_secret=secret.encode(),
-            auth_issuer=env["AUTH_ISSUER"],
             public_base_url=env.get("PUBLIC_BASE_URL") or None,
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
-            user_pool_id=env.get("USER_POOL_ID") or None,
+            management_function=env.get("MANAGEMENT_FUNCTION") or None,
+            signin_table=env.get("SIGNIN_TABLE") or None,
         )
 
 
@@ -70,7 +73,7 @@ class McpService:
     events_client: Any = None
     dynamodb_client: Any = None
     observer: Observer | None = None
-    cognito_client: Any = None  # boto3 cognito-idp; made from the environment if None
+    lambda_client: Any = None  # boto3 lambda (agent keys); made from the environment if None
     edge: Edge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +84,7 @@ class McpService:
             else None
         )
         publisher = audit.Publisher(self.db, sink)
-        auth = Authenticator(self.db)
+        auth = Authenticator(self.db, self.settings.public_base_url)
 
         self.idempotency = None
         remember = None
@@ -103,21 +106,31 @@ class McpService:
         )
 
         directory = None
-        if self.settings.user_pool_id:
-            if self.cognito_client is None:
-                import boto3  # only when a user pool is configured
+        if self.settings.management_function:
+            if self.lambda_client is None:
+                import boto3  # only when agent keys are configured
 
-                self.cognito_client = boto3.client("cognito-idp")
-            directory = CognitoDirectory(self.cognito_client, self.settings.user_pool_id)
+                self.lambda_client = boto3.client("lambda")
+            directory = LambdaDirectory(self.lambda_client, self.settings.management_function)
         self.admin = AdminApi(self.db, auth, publisher, directory)
+        self.usage = None
+        if self.settings.signin_table:
+            if self.dynamodb_client is None:
+                import boto3
+
+                self.dynamodb_client = boto3.client("dynamodb")
+            self.usage = UsageRecorder(
+                SigninTable(self.dynamodb_client, self.settings.signin_table)
+            )
         self.edge = Edge(
-            McpRoute(auth, self.dispatcher, publisher),
-            self.admin,
-            self.settings.auth_issuer,
-            self.settings.public_base_url,
+            McpRoute(auth, self.dispatcher, publisher), self.admin, self.settings.public_base_url
         )
 
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
+        if self.usage is not None:
+            identity = token_identity(event)
+            if identity is not None and identity.client_id:
+                self.usage.seen(identity.client_id)  # at most daily; never raises
         return self.edge.handle(event, lambda_context)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,11 +27,10 @@ from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..records import iso
 from . import models as m
 from .errors import conflict, invalid_field, missing
-from .identity import Directory
+from .identity import AgentClients
 
 ADMIN_DEADLINE_S = 5.0
 ADMIN_URI = "memory-admin://"
-KeyCreated = Callable[[str], None]  # told each new client id (dev: the gateway's audiences)
 
 
 @contextmanager
@@ -255,22 +254,28 @@ def _live_key(conn: Connection, caller: Caller, client_id: str) -> dict[str, Any
 
 
 def create_agent_key(
-    db: Database,
-    caller: Caller,
-    directory: Directory | None,
-    body: m.AgentKeyIn,
-    *,
-    on_created: KeyCreated | None = None,
+    db: Database, caller: Caller, directory: AgentClients | None, body: m.AgentKeyIn
 ) -> m.AgentKeyCreated:
     """A client-credentials app client bound to this workspace; the secret once.
 
-    The app client is created first (its id is the principal's subject); if the
-    database part fails, the app client is deleted again, so no key exists that the
-    service does not know about.
+    Its scopes must be within the creating admin's effective grants: no admin mints a
+    key that may do more than the admin's own token and membership allow. The app
+    client is created first (its id is the principal's subject); if the database part
+    fails, the app client is deleted again, so no key exists that the service does not
+    know about.
     """
-    if directory is None:
-        raise AdminError(503, "not_configured", "agent keys need a user pool (USER_POOL_ID)")
     wanted = grants_from_scopes(body.scopes)
+    beyond = [GRANT_SCOPES[g] for g in ALL_GRANTS if g in wanted and g not in caller.grants]
+    if beyond:
+        raise AdminError(
+            403,
+            "permission_denied",
+            f"a key cannot have scopes beyond your own grants: {' '.join(beyond)}",
+        )
+    if directory is None:
+        raise AdminError(
+            503, "not_configured", "agent keys need the management function (MANAGEMENT_FUNCTION)"
+        )
     scopes = [GRANT_SCOPES[g] for g in ALL_GRANTS if g in wanted]  # canonical order
     with _reading(db, caller) as conn:
         names = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
@@ -313,13 +318,11 @@ def create_agent_key(
         directory.delete_agent_client(client_id)
         raise
     assert row is not None
-    if on_created is not None:
-        on_created(client_id)
     return m.AgentKeyCreated(**_agent_key(row), client_secret=secret)
 
 
 def revoke_agent_key(
-    db: Database, caller: Caller, directory: Directory | None, client_id: str
+    db: Database, caller: Caller, directory: AgentClients | None, client_id: str
 ) -> m.AgentKeyRevoked:
     """Delete the app client, then end the key's membership.
 

@@ -33,7 +33,7 @@ from ..gateway_events import empty_response, json_response, request_body
 from . import actions
 from . import models as m
 from .errors import invalid_field
-from .identity import Directory
+from .identity import AgentClients
 
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)
 Params = dict[str, str]
@@ -162,8 +162,7 @@ class AdminApi:
     db: Database
     auth: Authenticator
     publisher: Publisher
-    directory: Directory | None = None
-    on_key_created: actions.KeyCreated | None = None
+    directory: AgentClients | None = None
     _handlers: dict[str, Callable[[Caller, Params, Any], tuple[BaseModel, int]]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -179,7 +178,7 @@ class AdminApi:
             ),
             "listAgentKeys": lambda c, p, b: (actions.list_agent_keys(db, c), 200),
             "createAgentKey": lambda c, p, b: (
-                actions.create_agent_key(db, c, self.directory, b, on_created=self.on_key_created),
+                actions.create_agent_key(db, c, self.directory, b),
                 201,
             ),
             "revokeAgentKey": lambda c, p, b: (

@@ -1,18 +1,24 @@
 """The user pool, as the admin surface needs it: agent keys and erasure sign-out.
 
-``Directory`` is the seam: the admin API and the operator commands take one (or
-``None`` when no pool is configured, and then refuse what needs it), so the MCP path
-never depends on Cognito. ``CognitoDirectory`` is the boto3 implementation; in
-development its client points at moto.
+``AgentClients`` is the admin API's seam and ``Directory`` the operators' (or ``None``
+when nothing is configured, and then they refuse what needs it), so the MCP path never
+depends on Cognito. ``CognitoDirectory`` is the boto3 implementation (the management
+function's, and the operator CLI's; in development its client points at moto).
+``LambdaDirectory`` is what the MCP function uses: it holds no Cognito permission and
+asks the management function (``MANAGEMENT_FUNCTION``, outside the VPC) instead.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..errors import AdminError
+from ..limits import SIGNIN_ACCESS_TOKEN_MINUTES, SIGNIN_REFRESH_TOKEN_DAYS
 
-class Directory(Protocol):
+
+class AgentClients(Protocol):
     def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
         """A client-credentials app client with ``scopes``; returns (client id, secret)."""
         ...
@@ -21,6 +27,8 @@ class Directory(Protocol):
         """Delete an app client; False when it was already gone."""
         ...
 
+
+class Directory(AgentClients, Protocol):
     def sign_out_and_disable(self, subject: str) -> dict[str, bool]:
         """Revoke a person's refresh tokens and disable them, found by ``sub``."""
         ...
@@ -43,6 +51,29 @@ class CognitoDirectory:
             AllowedOAuthFlowsUserPoolClient=True,
         )["UserPoolClient"]
         return str(created["ClientId"]), str(created["ClientSecret"])
+
+    def create_public_client(
+        self, name: str, redirect_uris: Sequence[str], scopes: Sequence[str]
+    ) -> str:
+        """A registered MCP client: public (no secret), authorization code (PKCE is the
+        client's), refresh tokens, sign-in with the pool's own users only."""
+        created = self.client.create_user_pool_client(
+            UserPoolId=self.user_pool_id,
+            ClientName=name,
+            GenerateSecret=False,
+            AllowedOAuthFlows=["code"],
+            AllowedOAuthFlowsUserPoolClient=True,
+            AllowedOAuthScopes=list(scopes),
+            CallbackURLs=list(redirect_uris),
+            SupportedIdentityProviders=["COGNITO"],
+            ExplicitAuthFlows=["ALLOW_REFRESH_TOKEN_AUTH"],
+            PreventUserExistenceErrors="ENABLED",
+            EnableTokenRevocation=True,
+            AccessTokenValidity=SIGNIN_ACCESS_TOKEN_MINUTES,
+            RefreshTokenValidity=SIGNIN_REFRESH_TOKEN_DAYS,
+            TokenValidityUnits={"AccessToken": "minutes", "RefreshToken": "days"},
+        )["UserPoolClient"]
+        return str(created["ClientId"])
 
     def delete_agent_client(self, client_id: str) -> bool:
         try:
@@ -68,3 +99,35 @@ def _quoted(value: str) -> str:
     # ListUsers filter strings are double-quoted; a sub never holds these, but a
     # caller-supplied value must not be able to change the filter.
     return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class LambdaDirectory:
+    """``AgentClients`` through the management function (``lambda:InvokeFunction``).
+
+    A failed call (the function unreachable, or failing) is an admin 503: nothing was
+    committed, and the request may be retried.
+    """
+
+    def __init__(self, client: Any, function_name: str) -> None:
+        self.client = client
+        self.function_name = function_name
+
+    def _call(self, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self.client.invoke(
+                FunctionName=self.function_name, Payload=json.dumps(payload).encode()
+            )
+            answer = json.loads(response["Payload"].read() or b"null")
+        except Exception as exc:  # botocore's errors, a closed stream, a bad payload
+            raise AdminError(503, "unavailable", "the key service did not answer") from exc
+        if response.get("FunctionError") or not isinstance(answer, dict):
+            raise AdminError(503, "unavailable", "the key service failed")
+        return answer
+
+    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+        answer = self._call({"action": "create_agent_client", "name": name, "scopes": list(scopes)})
+        return str(answer["client_id"]), str(answer["client_secret"])
+
+    def delete_agent_client(self, client_id: str) -> bool:
+        answer = self._call({"action": "delete_agent_client", "client_id": client_id})
+        return bool(answer["deleted"])

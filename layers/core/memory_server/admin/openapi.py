@@ -65,12 +65,12 @@ def build_openapi() -> dict[str, Any]:
                     "content": json_content(ref(route.response, "serialization")),
                 },
                 "401": {
-                    "description": "No valid token (WWW-Authenticate challenge)",
+                    "description": "No valid token (from the gateway's authorizer)",
                     "content": json_content({"$ref": "#/components/schemas/GatewayMessage"}),
                 },
                 "403": {
                     "description": (
-                        f"The token lacks {ADMIN_SCOPE} (insufficient_scope challenge), or "
+                        f"The token lacks {ADMIN_SCOPE} (the gateway's authorizer), or "
                         "the member lacks the admin grant (permission_denied)"
                     ),
                     "content": json_content(

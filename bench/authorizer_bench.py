@@ -1,0 +1,202 @@
+"""Authorizer benchmark: token verification warm and cold, and the result cache's effect.
+
+Run as ``python -m bench.authorizer_bench`` (see docs/cost.md). Needs nothing but the
+development environment: moto on loopback stands in for the sign-in table, the local
+issuer for the user pool.
+
+- **warm**: ``TokenAuthorizer.handle`` (the deployed code: bearer parsing, RS256
+  signature against the cached key set, claims, route scope, context) on a valid token,
+  many times in one process; and the same for refusals (a bad signature);
+- **cold start**: a fresh interpreter imports ``functions/authorizer/app.py`` (building
+  the authorizer, with a boto3 DynamoDB client as in AWS, and fetching the key set over
+  HTTP) and decides its first request (which also records the client's use in the
+  sign-in table); several runs, medians;
+- **cache**: the same requests through the API Gateway emulator (over loopback HTTP,
+  an echo handler behind it) with the template's result cache and without: latency per
+  request, and how many times the authorizer ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from memory_local.aws import LocalAws
+from memory_local.gateway import ApiGateway
+from memory_local.tokens import LocalIssuer
+from memory_server.errors import TokenRefused
+from memory_server.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
+from memory_server.signin.verify import KeySet
+
+ROOT = Path(__file__).resolve().parents[1]
+COLD_START_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import importlib.util
+spec = importlib.util.spec_from_file_location("authorizer_app", sys.argv[1])
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+t1 = time.perf_counter()
+decision = app.handler(json.loads(sys.argv[2]), None)
+t2 = time.perf_counter()
+assert decision["isAuthorized"] is True, decision
+print(json.dumps({"init_ms": (t1 - t0) * 1000, "first_request_ms": (t2 - t1) * 1000}))
+"""
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99)}
+
+
+def authorizer_event(token: str) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "type": "REQUEST",
+        "routeKey": MCP_ROUTE_KEY,
+        "rawPath": "/w/acme/mcp",
+        "identitySource": [f"Bearer {token}", MCP_ROUTE_KEY],
+        "headers": {"authorization": f"Bearer {token}"},
+        "pathParameters": {"workspace": "acme"},
+        "requestContext": {"domainName": "api.example.com", "http": {"method": "POST"}},
+    }
+
+
+def warm(issuer: LocalIssuer, iterations: int) -> dict[str, Any]:
+    authorizer = TokenAuthorizer(issuer.issuer, KeySet(issuer.jwks))
+    token = issuer.issue_access_token(
+        sub="bench-person", client_id="bench-client", scopes=["memory/read"], username="b"
+    )
+    forged = token[:-8] + ("AAAAAAAA" if not token.endswith("AAAAAAAA") else "BBBBBBBB")
+    good, bad = authorizer_event(token), authorizer_event(forged)
+    for _ in range(200):  # warm the key set and the interpreter's caches
+        authorizer.handle(good)
+    allowed: list[float] = []
+    refused: list[float] = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        authorizer.handle(good)
+        allowed.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        with contextlib.suppress(TokenRefused):
+            authorizer.handle(bad)
+        refused.append((time.perf_counter() - started) * 1000)
+    return {"allowed_ms": percentiles(allowed), "refused_ms": percentiles(refused)}
+
+
+def cold(aws: LocalAws, issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        **aws.env(),
+        "AUTH_ISSUER": issuer.issuer,
+        "JWKS_URL": jwks_url,
+        "SIGNIN_TABLE": aws.provisioned.signin_table,
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "layers" / "core"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    token = issuer.issue_access_token(
+        sub="bench-person", client_id="bench-client", scopes=["memory/read"], username="b"
+    )
+    measured = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                COLD_START_SCRIPT,
+                str(ROOT / "functions" / "authorizer" / "app.py"),
+                json.dumps(authorizer_event(token)),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        total = (time.perf_counter() - started) * 1000
+        measured.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process_ms": total})
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    interpreter = (time.perf_counter() - started) * 1000
+    result = {
+        key: statistics.median(run[key] for run in measured)
+        for key in ("init_ms", "first_request_ms", "process_ms")
+    }
+    return {**result, "bare_interpreter_ms": interpreter, "runs": runs}
+
+
+def cache(issuer: LocalIssuer, requests: int) -> dict[str, Any]:
+    token = issuer.issue_access_token(
+        sub="bench-person", client_id="bench-client", scopes=["memory/read"], username="b"
+    )
+    out: dict[str, Any] = {}
+    for label, ttl in (("cached", AUTHORIZER_CACHE_TTL_S), ("uncached", 0)):
+        with (
+            ApiGateway(
+                lambda event, context: {"statusCode": 204},
+                issuer=issuer,
+                authorizer_ttl_s=ttl,
+                quiet=True,
+            ) as gateway,
+            httpx2.Client(headers={"Authorization": f"Bearer {token}"}) as http,
+        ):
+            url = gateway.mcp_url("acme")
+            for _ in range(20):
+                http.post(url)
+            gateway.authorizer.clear()
+            before = gateway.authorizer.invocations
+            samples = []
+            for _ in range(requests):
+                started = time.perf_counter()
+                assert http.post(url).status_code == 204
+                samples.append((time.perf_counter() - started) * 1000)
+            out[label] = {
+                "request_ms": percentiles(samples),
+                "authorizer_invocations": gateway.authorizer.invocations - before,
+                "requests": requests,
+                "ttl_s": ttl,
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iterations", type=int, default=5000)
+    parser.add_argument("--cold-runs", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, LocalAws() as aws:
+        aws.provision()
+        issuer = LocalIssuer(Path(tmp) / "key.pem", aws.provisioned.issuer)
+        results: dict[str, Any] = {
+            "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
+        }
+        results["warm"] = warm(issuer, args.iterations)
+        with ApiGateway(lambda e, c: {"statusCode": 204}, issuer=issuer, quiet=True) as keys:
+            results["cold_start"] = cold(
+                aws, issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
+            )
+        results["cache"] = cache(issuer, args.requests)
+    print(json.dumps(results, indent=2))
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "authorizer.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""What the product's authorization server publishes and whom it registers.
+
+The user pool does the sign-in and issues the tokens; the product adds what MCP
+clients require of an authorization server and Cognito lacks:
+
+- RFC 8414 metadata (:func:`server_metadata`), at the product's origin, whose issuer is
+  that origin (the RFC 9728 metadata names it), whose authorization and token endpoints
+  are the pool's, and which states PKCE (``S256``) support and the registration endpoint;
+- RFC 7591 registration (:func:`parse_registration`): a public client (no secret,
+  authorization code + PKCE, refresh tokens) with redirect URIs on the loopback
+  interface over http (``127.0.0.1`` or ``localhost``, any port) or over https, and at
+  most the MCP scopes. Other redirect URIs are dropped from the registration (RFC 7591
+  §3.2.1 lets the server replace requested values; the answer lists what was
+  registered); a request left with none is refused with ``invalid_redirect_uri``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import OAuthError
+from ..grants import MCP_SCOPES
+from ..limits import (
+    CLIENT_NAME_MAX_CHARS,
+    REDIRECT_URI_MAX_CHARS,
+    REGISTRATION_BODY_MAX_BYTES,
+    REGISTRATION_MAX_REDIRECT_URIS,
+)
+
+REGISTER_PATH = "/register"
+METADATA_PATH = "/.well-known/oauth-authorization-server"
+GRANT_TYPES = ("authorization_code", "refresh_token")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+# What a Cognito app client name may hold ([\w\s+=,.@-]+, at most 128 characters).
+_NAME_CHARS = re.compile(r"[^\w\s+=,.@-]")
+
+
+@dataclass(frozen=True)
+class ClientRequest:
+    """A registration request after the rules: what will be created."""
+
+    redirect_uris: list[str]
+    refused_uris: list[str]  # requested, outside the rules, not registered
+    scopes: list[str]
+    client_name: str | None
+
+
+def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
+    """RFC 8414 metadata of the authorization server at ``base_url`` (the product),
+    signing people in at ``oauth_base_url`` (the user pool's domain)."""
+    return {
+        "issuer": base_url,
+        "authorization_endpoint": f"{oauth_base_url}/oauth2/authorize",
+        "token_endpoint": f"{oauth_base_url}/oauth2/token",
+        "registration_endpoint": f"{base_url}{REGISTER_PATH}",
+        "scopes_supported": list(MCP_SCOPES),
+        "response_types_supported": ["code"],
+        "grant_types_supported": [*GRANT_TYPES, "client_credentials"],
+        # none: registered (public) clients; the secret methods: agent keys.
+        "token_endpoint_auth_methods_supported": [
+            "none",
+            "client_secret_basic",
+            "client_secret_post",
+        ],
+        "code_challenge_methods_supported": ["S256"],
+    }
+
+
+def allowed_redirect_uri(uri: str) -> bool:
+    """Loopback over http (any port and path), or https; no fragment, no credentials."""
+    if not isinstance(uri, str) or len(uri) > REDIRECT_URI_MAX_CHARS:
+        return False
+    if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) == 0x7F for ch in uri):
+        return False
+    try:
+        parts = urlsplit(uri)
+        _ = parts.port  # raises for a malformed port
+    except ValueError:
+        return False
+    if parts.fragment or "#" in uri or parts.username is not None or parts.password is not None:
+        return False
+    host = parts.hostname or ""
+    if parts.scheme == "https":
+        return bool(host)
+    return parts.scheme == "http" and host in LOOPBACK_HOSTS
+
+
+def _invalid(message: str) -> OAuthError:
+    return OAuthError(400, "invalid_client_metadata", message)
+
+
+def parse_registration(body: bytes) -> ClientRequest:
+    """The client to register for this RFC 7591 request body, or ``OAuthError``."""
+    if len(body) > REGISTRATION_BODY_MAX_BYTES:
+        raise _invalid(f"the request is larger than {REGISTRATION_BODY_MAX_BYTES} bytes")
+    try:
+        metadata = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise _invalid("the request is not JSON") from None
+    if not isinstance(metadata, dict):
+        raise _invalid("the request is not a JSON object")
+
+    uris = metadata.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        raise OAuthError(400, "invalid_redirect_uri", "redirect_uris must list at least one URI")
+    if len(uris) > REGISTRATION_MAX_REDIRECT_URIS:
+        raise OAuthError(
+            400,
+            "invalid_redirect_uri",
+            f"at most {REGISTRATION_MAX_REDIRECT_URIS} redirect URIs may be registered",
+        )
+    accepted = list(dict.fromkeys(u for u in uris if allowed_redirect_uri(u)))
+    refused = [u for u in uris if not allowed_redirect_uri(u)]
+    if not accepted:
+        raise OAuthError(
+            400,
+            "invalid_redirect_uri",
+            "redirect URIs must be http://127.0.0.1 or http://localhost (any port), or https",
+        )
+
+    grant_types = metadata.get("grant_types", list(GRANT_TYPES))
+    if not isinstance(grant_types, list) or "authorization_code" not in grant_types:
+        raise _invalid("only the authorization_code grant (with refresh_token) is registered")
+    response_types = metadata.get("response_types", ["code"])
+    if not isinstance(response_types, list) or "code" not in response_types:
+        raise _invalid('response_types must include "code"')
+
+    requested = metadata.get("scope")
+    if requested is None:
+        scopes = list(MCP_SCOPES)
+    elif isinstance(requested, str):
+        wanted = set(requested.split())
+        scopes = [s for s in MCP_SCOPES if s in wanted]
+        if not scopes:
+            raise _invalid(f"scope must name at least one of {' '.join(MCP_SCOPES)}")
+    else:
+        raise _invalid("scope must be a string")
+
+    name = metadata.get("client_name")
+    if name is not None and not isinstance(name, str):
+        raise _invalid("client_name must be a string")
+    if name is not None:
+        name = name.strip()[:CLIENT_NAME_MAX_CHARS] or None
+    return ClientRequest(accepted, refused, scopes, name)
+
+
+def cognito_client_name(name: str | None, client_number: str) -> str:
+    """A Cognito-valid app client name that says where the client came from."""
+    cleaned = _NAME_CHARS.sub("-", name or "unnamed")[:CLIENT_NAME_MAX_CHARS]
+    return f"mcp-registered.{client_number}.{cleaned}"
