@@ -24,12 +24,12 @@ from ..caller import Caller, Deadline
 from ..db import Connection, Database
 from ..errors import AdminError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
+from ..limits import ADMIN_DEADLINE_S
 from ..records import iso
 from . import models as m
 from .errors import conflict, invalid_field, missing
 from .identity import AgentClients
 
-ADMIN_DEADLINE_S = 5.0
 ADMIN_URI = "memory-admin://"
 
 
