@@ -23,6 +23,7 @@ from .db import Database
 from .edge import Edge
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
+from .origins import OriginPolicy, parse_list
 from .protocol import resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
@@ -46,6 +47,10 @@ class Settings:
     # The Cognito user pool agent keys are created in (admin API); optional, so the
     # MCP path never needs Cognito.
     user_pool_id: str | None = None
+    # Web origins allowed besides the deployment's own ("scheme://host:*": any port).
+    allowed_origins: tuple[str, ...] = ()
+    # Host names the Host header must name; empty: not checked (set by make dev).
+    allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -60,6 +65,8 @@ class Settings:
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
             user_pool_id=env.get("USER_POOL_ID") or None,
+            allowed_origins=parse_list(env.get("ALLOWED_ORIGINS")),
+            allowed_hosts=parse_list(env.get("ALLOWED_HOSTS")),
         )
 
 
@@ -81,7 +88,12 @@ class McpService:
             else None
         )
         publisher = audit.Publisher(self.db, sink)
-        auth = Authenticator(self.db)
+        origins = OriginPolicy(
+            self.settings.allowed_origins,
+            self.settings.allowed_hosts,
+            self.settings.public_base_url,
+        )
+        auth = Authenticator(self.db, origins)
 
         self.idempotency = None
         remember = None
