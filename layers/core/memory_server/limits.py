@@ -37,6 +37,15 @@ HISTORY_LIMIT = 50
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{8,128}$"
 CONTEXT_ID_MAX_BYTES = 128
 
+# -- Skills as prompts, completions (docs/contract.md §7) ------------------------------
+PROMPTS_PAGE_ITEMS = 50  # prompts/list reads this many per page; the budget may send fewer
+PROMPT_DESCRIPTION_MAX_BYTES = 1024  # a listed prompt's description (front matter)
+SKILL_HEAD_CHARS = 4096  # of a SKILL.md read for its front matter when listing
+PROMPT_ARGUMENTS_MAX = 16  # arguments a SKILL.md may declare
+PROMPT_ARGUMENT_MAX_BYTES = 4096  # one argument value given to prompts/get
+COMPLETION_MAX_VALUES = 20  # completion/complete values per answer
+COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
+
 # -- Search work bounds (docs/performance.md) ----------------------------------------
 # At most this many of the most recently updated matches are ranked, so a common
 # term costs a bounded amount of work.
@@ -49,3 +58,4 @@ CURSOR_TTL_S = 900
 REVISION_TTL_MS = 86_400_000  # an immutable revision: a day in a private cache
 CATALOG_TTL_MS = 3_600_000  # server/discover, resource templates: same for everyone
 TOOLS_TTL_MS = 60_000  # tools/list depends on the caller's grants
+PROMPTS_TTL_MS = 60_000  # prompts/list: the caller's view of skills, which changes

@@ -24,7 +24,7 @@ from .edge import Edge
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
 from .origins import OriginPolicy, parse_list
-from .protocol import resources
+from .protocol import completions, prompts, resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
 from .protocol.tools import Observer, ToolTable
@@ -110,6 +110,9 @@ class McpService:
                 "resources/list": resources.list_resources,
                 "resources/templates/list": resources.list_templates,
                 "resources/read": partial(resources.read_resource, self.store),
+                "prompts/list": partial(prompts.list_prompts, self.store),
+                "prompts/get": partial(prompts.get_prompt, self.store),
+                "completion/complete": partial(completions.complete, self.store),
             },
             instructions=INSTRUCTIONS,
         )
