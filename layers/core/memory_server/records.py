@@ -55,15 +55,7 @@ def check_source(source: str | None) -> str | None:
 
 
 def front_matter(content: str) -> dict[str, str]:
-    match = _FRONT_MATTER.match(content)
-    if not match:
-        return {}
-    fields: dict[str, str] = {}
-    for line in match.group(1).splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not key.startswith((" ", "\t")):
-            fields[key.strip()] = value.strip().strip("'\"")
-    return fields
+    return split_front_matter(content)[0]
 
 
 def split_front_matter(content: str) -> tuple[dict[str, str], str]:
@@ -71,7 +63,12 @@ def split_front_matter(content: str) -> tuple[dict[str, str], str]:
     match = _FRONT_MATTER.match(content)
     if not match:
         return {}, content
-    return front_matter(content), content[match.end() :]
+    fields: dict[str, str] = {}
+    for line in match.group(1).splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith((" ", "\t")):
+            fields[key.strip()] = value.strip().strip("'\"")
+    return fields, content[match.end() :]
 
 
 def skill_arguments(fields: dict[str, str], *, strict: bool = False) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from ..addresses import Namespace, RecordAddress, parse_path
@@ -103,14 +103,21 @@ def skill_page(
     )
 
 
+@lru_cache(maxsize=512)
+def _head_fields(head: str, title: str) -> tuple[str, tuple[str, ...]]:
+    """Description and arguments from a SKILL.md's head: the same skills are listed
+    again and again by a warm process, so each head is parsed once."""
+    fields, _ = split_front_matter(head)
+    return describe(fields, title), tuple(skill_arguments(fields))
+
+
 def _listed(caller: Caller, row: dict[str, Any]) -> dict[str, Any]:
-    fields, _ = split_front_matter(row["head"])
+    description, arguments = _head_fields(row["head"], row["title"])
     folder = row["path"].split("/", 1)[0]
     prompt: dict[str, Any] = {
         "name": prompt_name(caller.namespace_of(row["owner_id"]), folder),
-        "description": describe(fields, row["title"]),
+        "description": description,
     }
-    arguments = skill_arguments(fields)
     if arguments:
         prompt["arguments"] = [{"name": name, "required": False} for name in arguments]
     return prompt
