@@ -29,8 +29,8 @@ $(CONFORMANCE): $(STAMP)
 install: $(STAMP) $(CONFORMANCE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check layers local tests bench functions
-	$(BIN)/ruff format --check layers local tests bench functions
+	$(BIN)/ruff check layers cli local tests bench functions
+	$(BIN)/ruff format --check layers cli local tests bench functions
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 import psycopg
 from memory_local.postgres import EmbeddedPostgres
-from memory_server import migrate, operator
+from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.db import Database
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
@@ -38,6 +37,7 @@ from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
 from memory_server.operations.completions import complete_paths
 from memory_server.operations.skills import skill_page, skill_prompt
+from memory_server.provision import Passwords, provision
 from memory_server.service import McpService, Settings
 from memory_server.store import Store, resolve_caller
 
@@ -114,22 +114,14 @@ def main() -> None:
         server = EmbeddedPostgres(ROOT / ".tmp" / "endpoint-bench", durable=False)
         admin_url = server.start()
     try:
-        passwords = {"owner": secrets.token_urlsafe(12), "runtime": secrets.token_urlsafe(12)}
-        host = admin_url.split("@", 1)[1].rsplit("/", 1)[0]
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            migrate.bootstrap(
-                admin, owner_password=passwords["owner"], runtime_password=passwords["runtime"]
-            )
-        database = admin_url.rsplit("/", 1)[1]
-        owner_url = f"postgresql://memory_owner:{passwords['owner']}@{host}/{database}"
-        runtime_url = f"postgresql://memory_runtime:{passwords['runtime']}@{host}/{database}"
-        with psycopg.connect(owner_url) as owner:
-            migrate.migrate(owner, migrate.default_migrations_dir())
+        # The server's own database (as before): roles and schema go there.
+        roles = provision(admin_url, Passwords.generate(auditor=False))
+        runtime_url = roles.runtime_url
         slug, subject = f"bench-{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex}"
-        with psycopg.connect(owner_url, autocommit=True) as owner:
-            ws = operator.create_workspace(owner, slug, memory_enabled=True)
-            pid = operator.ensure_principal(owner, "person", subject, "bench")
-            operator.set_membership(owner, ws, pid, ALL_GRANTS)
+        with psycopg.connect(roles.owner_url, autocommit=True) as owner:
+            ws = operators.ensure_workspace(owner, slug, memory_enabled=True)
+            pid = operators.ensure_principal(owner, "person", subject, "bench")
+            operators.set_membership(owner, ws, pid, ALL_GRANTS)
 
         db = Database(runtime_url, max_size=2)
         store = Store(db, b"b" * 32)

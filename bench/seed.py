@@ -16,7 +16,6 @@ import json
 import os
 import random
 import re
-import secrets
 import sys
 import time
 import uuid
@@ -27,13 +26,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from memory_local.postgres import EmbeddedPostgres
-from memory_server import migrate, operator
+from memory_server.admin import operators
 from memory_server.caller import SHARED_OWNER
 from memory_server.grants import ALL_GRANTS
+from memory_server.migrate import drop_database
+from memory_server.provision import Passwords, provision
 from psycopg import sql
 
 from .corpus import COMMON_TERM, RARE_TERM, TYPICAL_TERM, TextGenerator
@@ -168,13 +168,6 @@ class Cluster:
     server_admin_url: str  # superuser, connected to the maintenance database
 
 
-def _url(base: str, user: str, password: str, database: str) -> str:
-    parts = urlsplit(base)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{user}:{password}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, ""))
-
-
 @contextmanager
 def server(keep: bool) -> Iterator[tuple[str, bool]]:
     """An administrative URL: ``DATABASE_URL`` or an embedded server under ``.tmp/``.
@@ -220,26 +213,23 @@ def prepare(
     marker = stored_fingerprint(server_admin_url, database)
     reusable = not reseed and reusable_marker(marker, expected)
     if not reusable:
-        with psycopg.connect(server_admin_url, autocommit=True) as admin:
-            if marker is not None:
-                print(f"dropping {database} to seed it again", file=sys.stderr)
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
-            )
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-    parts = urlsplit(server_admin_url)
-    admin_url = _url(server_admin_url, parts.username or "postgres", parts.password or "", database)
-    owner_password, runtime_password = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        migrate.bootstrap(admin, owner_password=owner_password, runtime_password=runtime_password)
+        if marker is not None:
+            print(f"dropping {database} to seed it again", file=sys.stderr)
+        drop_database(server_admin_url, database)
+    # Created when missing; a reused database only gets the migrations it lacks.
+    roles = provision(
+        server_admin_url,
+        Passwords.generate(auditor=False),
+        database=database,
+        migrations_dir=MIGRATIONS,
+    )
     cluster = Cluster(
-        admin_url=admin_url,
-        owner_url=_url(server_admin_url, migrate.OWNER_ROLE, owner_password, database),
-        runtime_url=_url(server_admin_url, migrate.RUNTIME_ROLE, runtime_password, database),
+        admin_url=roles.admin_url,
+        owner_url=roles.owner_url,
+        runtime_url=roles.runtime_url,
         server_admin_url=server_admin_url,
     )
-    with psycopg.connect(cluster.owner_url) as owner:
-        applied = migrate.migrate(owner, MIGRATIONS)
+    applied = roles.applied
     if reusable:
         assert marker is not None
         newer = f" (migrated since: {', '.join(applied)})" if applied else ""
@@ -314,17 +304,17 @@ def seed(cluster: Cluster, spec: SeedSpec) -> dict[str, Any]:
 
 
 def _create_tenant(owner: psycopg.Connection, tenant: Tenant, index: int) -> None:
-    tenant.id = operator.create_workspace(owner, tenant.slug, memory_enabled=True)
+    tenant.id = operators.ensure_workspace(owner, tenant.slug, memory_enabled=True)
     tenant.people = []
     for person in range(PEOPLE_PER_WORKSPACE):
         subject = tenant.person_subject(person)
-        pid = operator.ensure_principal(owner, "person", subject, f"person{person}")
-        operator.set_membership(owner, tenant.id, pid, ALL_GRANTS)
+        pid = operators.ensure_principal(owner, "person", subject, f"person{person}")
+        operators.set_membership(owner, tenant.id, pid, ALL_GRANTS)
         tenant.people.append(Member(pid, subject))
-    service = operator.ensure_principal(owner, "service", f"{tenant.slug}-agent", "agent")
-    operator.set_membership(owner, tenant.id, service, ("read", "write:shared"))
+    service = operators.ensure_principal(owner, "service", f"{tenant.slug}-agent", "agent")
+    operators.set_membership(owner, tenant.id, service, ("read", "write:shared"))
     first, second = tenant.dm_members
-    operator.register_context(
+    operators.register_context(
         owner, tenant.id, dm_key(index), [tenant.people[first].id, tenant.people[second].id]
     )
 

@@ -1,7 +1,8 @@
-"""Test infrastructure: one real PostgreSQL per test session.
+"""Test infrastructure: one real PostgreSQL per test session, and one local stack.
 
 ``DATABASE_URL`` (a role that may create roles and databases) when set; otherwise a
-private embedded server under ``.tmp/`` that is removed afterwards.
+private embedded server under ``.tmp/`` that is removed afterwards. The database is
+provisioned by ``memory_server.provision``, as every deployment is.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
 from memory_local.postgres import EmbeddedPostgres
-from memory_server import migrate
 from memory_server.db import Database
+from memory_server.migrate import drop_database
+from memory_server.provision import Passwords, provision
 from memory_server.store import Store
+
+if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it starts
+    from tests.support import SharedStack
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,13 +38,6 @@ class Cluster:
     passwords: dict[str, str]
 
 
-def _with_credentials(url: str, user: str, password: str, database: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{user}:{password}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, ""))
-
-
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     server = None
@@ -49,36 +47,38 @@ def cluster() -> Iterator[Cluster]:
         admin_url = server.start()
     database = f"memtest_{uuid.uuid4().hex[:12]}"
     try:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{database}"')
-        owner_password, runtime_password = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
-        db_admin_url = _with_credentials(
-            admin_url,
-            urlsplit(admin_url).username or "postgres",
-            urlsplit(admin_url).password or "",
-            database,
+        # The auditor shares the runtime password (bootstrap's default).
+        passwords = Passwords.generate(auditor=False)
+        roles = provision(
+            admin_url, passwords, database=database, migrations_dir=ROOT / "infra" / "migrations"
         )
-        with psycopg.connect(db_admin_url, autocommit=True) as admin:
-            migrate.bootstrap(
-                admin, owner_password=owner_password, runtime_password=runtime_password
-            )
-        owner_url = _with_credentials(admin_url, migrate.OWNER_ROLE, owner_password, database)
-        runtime_url = _with_credentials(admin_url, migrate.RUNTIME_ROLE, runtime_password, database)
-        with psycopg.connect(owner_url) as owner:
-            migrate.migrate(owner, ROOT / "infra" / "migrations")
-        auditor_url = _with_credentials(admin_url, migrate.AUDITOR_ROLE, runtime_password, database)
-        passwords = {
-            "owner": owner_password,
-            "runtime": runtime_password,
-            "auditor": runtime_password,
-        }
-        yield Cluster(db_admin_url, owner_url, runtime_url, auditor_url, passwords)
+        yield Cluster(
+            roles.admin_url,
+            roles.owner_url,
+            roles.runtime_url,
+            roles.auditor_url,
+            {
+                "owner": passwords.owner,
+                "runtime": passwords.runtime,
+                "auditor": passwords.effective_auditor,
+            },
+        )
     finally:
         if server is not None:
             server.destroy()
         else:
-            with psycopg.connect(admin_url, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            drop_database(admin_url, database)
+
+
+@pytest.fixture(scope="session")
+def dev_stack(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStack]:
+    """``make dev``'s stack on the test server, started once for the whole session and
+    shared by ``tests/admin``, ``tests/e2e`` and ``tests/proof`` (each takes it through
+    its own package-scoped ``stack`` fixture, which applies its environment)."""
+    from tests.support import running_dev_stack
+
+    with running_dev_stack(cluster, tmp_path_factory.mktemp("stack")) as shared:
+        yield shared
 
 
 @pytest.fixture(scope="session")

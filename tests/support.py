@@ -8,12 +8,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from memory_local.dev import DevStack
-from memory_server import operator
+from memory_server.admin import operators
+from memory_server.audit import EventBridgeSink, sweep
 from memory_server.caller import Caller, Deadline
 from memory_server.contexts import parse_context
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
@@ -43,19 +45,21 @@ class Workspace:
         return self._member("service", handle, grants, personal)
 
     def add(self, principal: Principal, grants: tuple[str, ...] = ALL_GRANTS) -> Principal:
-        operator.set_membership(self.world.owner, self.id, principal.id, grants)
+        operators.set_membership(self.world.owner, self.id, principal.id, grants)
         return principal
 
     def _member(
         self, kind: str, handle: str, grants: tuple[str, ...], personal: bool | None
     ) -> Principal:
         subject = f"{handle}-{uuid.uuid4().hex[:10]}"
-        pid = operator.ensure_principal(self.world.owner, kind, subject, handle)  # type: ignore[arg-type]
-        operator.set_membership(self.world.owner, self.id, pid, grants, personal_namespace=personal)
+        pid = operators.ensure_principal(self.world.owner, kind, subject, handle)  # type: ignore[arg-type]
+        operators.set_membership(
+            self.world.owner, self.id, pid, grants, personal_namespace=personal
+        )
         return Principal(pid, subject, handle)
 
     def register(self, context_key: str, *members: Principal) -> None:
-        operator.register_context(self.world.owner, self.id, context_key, [m.id for m in members])
+        operators.register_context(self.world.owner, self.id, context_key, [m.id for m in members])
 
     def caller(
         self, who: Principal, context: str = "workspace", scopes: list[str] | None = None
@@ -84,7 +88,7 @@ class World:
 
     def workspace(self, slug: str | None = None, *, enabled: bool = True) -> Workspace:
         slug = slug or f"ws-{uuid.uuid4().hex[:12]}"
-        wid = operator.create_workspace(self.owner, slug, memory_enabled=enabled)
+        wid = operators.ensure_workspace(self.owner, slug, memory_enabled=enabled)
         return Workspace(self, wid, slug)
 
 
@@ -121,12 +125,23 @@ class Agent:
         return self._run("memory_move", raw)
 
 
-@contextmanager
-def running_dev_stack(cluster: Any, root: Path, name: str) -> Iterator[DevStack]:
-    """``make dev``'s stack on the test server, for one test package.
+@dataclass(frozen=True)
+class SharedStack:
+    """The session's dev stack and the environment it set for this process."""
 
-    Role passwords are cluster-wide, so the stack reuses the session's; DevStack
-    points the process's AWS SDK at moto, so the environment is restored after.
+    dev: DevStack
+    environment: dict[str, str]  # what DevStack.start added or changed in os.environ
+
+
+@contextmanager
+def running_dev_stack(cluster: Any, root: Path) -> Iterator[SharedStack]:
+    """``make dev``'s stack on the test server, for the whole session.
+
+    Role passwords are cluster-wide, so the stack reuses the session's. DevStack
+    points the process's AWS SDK at moto and ``DATABASE_URL`` at its runtime role
+    (os.environ): that is captured and the environment restored at once, so only
+    the packages using the stack see it (``using_stack``); the handler's clients
+    were built while it was set.
     """
     saved = dict(os.environ)
     dev = DevStack(
@@ -135,15 +150,52 @@ def running_dev_stack(cluster: Any, root: Path, name: str) -> Iterator[DevStack]
         admin_url=cluster.admin_url,
         moto_seed=None,
         quiet=True,
-        credentials={**cluster.passwords, "cursor_secret": f"{name}-" + "s" * 40},
+        credentials={**cluster.passwords, "cursor_secret": "test-stack-" + "s" * 40},
     )
-    dev.start()
     try:
-        yield dev
+        dev.start()
+        changed = {k: v for k, v in os.environ.items() if saved.get(k) != v}
+    except BaseException:
+        dev.stop()
+        raise
+    finally:
+        _restore_environment(saved)
+    try:
+        yield SharedStack(dev, changed)
     finally:
         dev.stop()
-        os.environ.clear()
-        os.environ.update(saved)
+
+
+@contextmanager
+def using_stack(shared: SharedStack) -> Iterator[DevStack]:
+    """The shared stack for one test package, as its own stack once was: the stack's
+    environment applied until the package ends, and the audit tap settled first, so
+    no row left pending by another package reaches this package's tap (the stack's
+    sweeper publishes old rows at any moment)."""
+    saved = dict(os.environ)
+    os.environ.update(shared.environment)
+    try:
+        settle_audit(shared.dev)
+        yield shared.dev
+    finally:
+        _restore_environment(saved)
+
+
+def settle_audit(dev: DevStack) -> None:
+    """Publish every pending audit row now (as the auditor role), then empty the tap."""
+    assert dev.aws is not None and dev.roles is not None
+    sink = EventBridgeSink(dev.aws.client("events"), dev.aws.provisioned.bus_name)
+    with psycopg.connect(dev.roles.auditor_url) as auditor:
+        while True:
+            published, failed = sweep(auditor, sink, min_age=timedelta(0))
+            if published == 0 or failed:
+                break
+    dev.aws.read_audit_events()
+
+
+def _restore_environment(saved: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @contextmanager

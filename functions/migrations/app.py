@@ -1,13 +1,14 @@
-"""Database migrations as a CloudFormation custom resource, plus interim operator tasks.
+"""Database migrations as a CloudFormation custom resource, plus operator tasks.
 
 Custom resource (the event has ``RequestType``):
 
-- Create / Update: bootstrap the roles with the cluster's master credentials
-  (``migrate.bootstrap``, which also handles a master user that is not a
-  superuser, as on Aurora), then ``migrate.migrate`` as ``memory_owner`` over the
-  SQL files of the ``MigrationsLayer`` (``infra/migrations/`` shipped as a layer, so
-  the build needs no Makefile and the files are the repository's own). Both steps are
-  idempotent, so a re-run applies nothing and only re-sets the role passwords.
+- Create / Update: ``provision.provision`` with the cluster's master credentials:
+  bootstrap the roles (``migrate.bootstrap``, which also handles a master user that
+  is not a superuser, as on Aurora), then ``migrate.migrate`` as ``memory_owner``
+  over the SQL files of the ``MigrationsLayer`` (``infra/migrations/`` shipped as a
+  layer, so the build needs no Makefile and the files are the repository's own).
+  Both steps are idempotent, so a re-run applies nothing and only re-sets the role
+  passwords.
 - Delete: success without touching the database. The schema holds tenants' data;
   it goes only with the cluster (whose deletion policy takes a snapshot).
 
@@ -16,9 +17,10 @@ The outcome always reaches CloudFormation through the pre-signed ``ResponseURL``
 the function is about to time out, so a failed migration rolls the stack back instead
 of leaving it waiting for an hour.
 
-Operator tasks (the event has ``operator``), until there is an admin API: invoked by
-hand (``aws lambda invoke``) by whoever holds ``lambda:InvokeFunction`` on this
-function; they run as the owner role. See ``docs/deploy.md``.
+Operator tasks (the event has ``operator``): invoked by hand (``aws lambda invoke``)
+by whoever holds ``lambda:InvokeFunction`` on this function; they run as the owner
+role through ``memory_server.admin.operators``, so they are audited like every
+operator change. See ``docs/deploy.md``.
 
 Configuration (environment): ``MIGRATIONS_DIR``; ``OWNER_SECRET_ARN``,
 ``RUNTIME_SECRET_ARN``, ``AUDITOR_SECRET_ARN`` (Secrets Manager JSON with ``username``
@@ -43,7 +45,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
-from memory_server import migrate, operator
+from memory_server import migrate
+from memory_server.admin import operators
+from memory_server.errors import AdminError
+from memory_server.provision import Passwords, provision, with_role
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger()
@@ -65,7 +70,7 @@ Sender = Callable[[str, bytes], None]
 class Config:
     admin_conninfo: str
     owner_conninfo: str
-    passwords: dict[str, str]  # owner, runtime, auditor
+    passwords: Passwords
     migrations_dir: Path
 
 
@@ -82,11 +87,11 @@ def load_config(env: Mapping[str, str], secrets: Any = None) -> Config:
         import boto3
 
         secrets = boto3.client("secretsmanager")
-    passwords = {
-        "owner": _secret(secrets, env["OWNER_SECRET_ARN"], migrate.OWNER_ROLE)["password"],
-        "runtime": _secret(secrets, env["RUNTIME_SECRET_ARN"], migrate.RUNTIME_ROLE)["password"],
-        "auditor": _secret(secrets, env["AUDITOR_SECRET_ARN"], migrate.AUDITOR_ROLE)["password"],
-    }
+    passwords = Passwords(
+        owner=_secret(secrets, env["OWNER_SECRET_ARN"], migrate.OWNER_ROLE)["password"],
+        runtime=_secret(secrets, env["RUNTIME_SECRET_ARN"], migrate.RUNTIME_ROLE)["password"],
+        auditor=_secret(secrets, env["AUDITOR_SECRET_ARN"], migrate.AUDITOR_ROLE)["password"],
+    )
     if env.get("DATABASE_ADMIN_URL"):
         admin = make_conninfo(env["DATABASE_ADMIN_URL"])
     else:
@@ -99,7 +104,7 @@ def load_config(env: Mapping[str, str], secrets: Any = None) -> Config:
             password=master["password"],
             sslmode=env.get("DB_SSLMODE", "require"),
         )
-    owner = make_conninfo(admin, user=migrate.OWNER_ROLE, password=passwords["owner"])
+    owner = with_role(admin, migrate.OWNER_ROLE, passwords.owner)
     return Config(admin, owner, passwords, Path(env.get("MIGRATIONS_DIR", "/opt")))
 
 
@@ -118,15 +123,18 @@ def _connect(conninfo: str, deadline: float, **kwargs: Any) -> psycopg.Connectio
 
 
 def run_migrations(config: Config, deadline: float) -> list[str]:
-    with _connect(config.admin_conninfo, deadline, autocommit=True) as admin:
-        migrate.bootstrap(
-            admin,
-            owner_password=config.passwords["owner"],
-            runtime_password=config.passwords["runtime"],
-            auditor_password=config.passwords["auditor"],
-        )
-    with _connect(config.owner_conninfo, deadline) as owner:
-        return migrate.migrate(owner, config.migrations_dir)
+    """Bootstrap and migrate the cluster's own database (it exists: the cluster made it)."""
+
+    def connect(conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
+        return _connect(conninfo, deadline, **kwargs)
+
+    done = provision(
+        config.admin_conninfo,
+        config.passwords,
+        migrations_dir=config.migrations_dir,
+        connect=connect,
+    )
+    return done.applied
 
 
 # -- CloudFormation response ----------------------------------------------------------
@@ -235,22 +243,6 @@ def _owner(env: Mapping[str, str], secrets: Any) -> Iterator[psycopg.Connection[
         yield conn
 
 
-def _workspace_id(owner: psycopg.Connection[Any], slug: str) -> Any:
-    row = owner.execute("SELECT id FROM memory.workspaces WHERE slug = %s", (slug,)).fetchone()
-    if row is None:
-        raise ValueError(f"no workspace {slug!r}")
-    return row[0]
-
-
-def _principal_id(owner: psycopg.Connection[Any], subject: str) -> Any:
-    row = owner.execute(
-        "SELECT id FROM memory.principals WHERE subject = %s", (subject,)
-    ).fetchone()
-    if row is None:
-        raise ValueError(f"no principal with subject {subject!r}; add it as a member first")
-    return row[0]
-
-
 def handle_operator(
     event: Mapping[str, Any], *, env: Mapping[str, str], secrets: Any = None
 ) -> dict[str, Any]:
@@ -258,39 +250,46 @@ def handle_operator(
     if task == "migrate":  # e.g. after changing a role password in Secrets Manager
         applied = run_migrations(load_config(env, secrets), time.monotonic() + 240)
         return {"ok": True, "applied": applied}
-    with _owner(env, secrets) as owner:
-        if task == "create_workspace":
-            workspace = operator.create_workspace(owner, event["workspace"])
-            owner.execute(
-                "UPDATE memory.workspaces SET memory_enabled = %s WHERE id = %s",
-                (bool(event.get("memory_enabled", False)), workspace),
-            )
-            return {"ok": True, "workspace_id": str(workspace)}
-        if task == "set_memory_enabled":
-            workspace = _workspace_id(owner, event["workspace"])
-            owner.execute(
-                "UPDATE memory.workspaces SET memory_enabled = %s WHERE id = %s",
-                (bool(event["enabled"]), workspace),
-            )
-            return {"ok": True, "workspace_id": str(workspace)}
-        if task == "add_member":
-            workspace = _workspace_id(owner, event["workspace"])
-            principal = operator.ensure_principal(
-                owner, event["kind"], event["subject"], event["handle"]
-            )
-            operator.set_membership(
-                owner,
-                workspace,
-                principal,
-                event["grants"],
-                personal_namespace=event.get("personal_namespace"),
-            )
-            return {"ok": True, "workspace_id": str(workspace), "principal_id": str(principal)}
-        if task == "register_context":
-            workspace = _workspace_id(owner, event["workspace"])
-            members = [_principal_id(owner, subject) for subject in event.get("members", [])]
-            operator.register_context(owner, workspace, event["context"], members)
-            return {"ok": True, "workspace_id": str(workspace)}
+    try:
+        with _owner(env, secrets) as owner:
+            return _operator_task(owner, task, event)
+    except AdminError as refused:  # the invoker sees the reason as the error message
+        raise ValueError(f"{task}: {refused.message}") from refused
+
+
+def _operator_task(
+    owner: psycopg.Connection[Any], task: str, event: Mapping[str, Any]
+) -> dict[str, Any]:
+    if task == "create_workspace":
+        # Idempotent, as it always was here: an existing workspace is kept, and its
+        # memory feature set as asked (off unless the event says otherwise).
+        workspace = operators.ensure_workspace(
+            owner, event["workspace"], memory_enabled=bool(event.get("memory_enabled", False))
+        )
+        operators.set_memory_enabled(owner, workspace, bool(event.get("memory_enabled", False)))
+        return {"ok": True, "workspace_id": str(workspace)}
+    if task == "set_memory_enabled":
+        workspace = operators.workspace_id(owner, event["workspace"])
+        operators.set_memory_enabled(owner, workspace, bool(event["enabled"]))
+        return {"ok": True, "workspace_id": str(workspace)}
+    if task == "add_member":
+        workspace = operators.workspace_id(owner, event["workspace"])
+        principal = operators.ensure_principal(
+            owner, event["kind"], event["subject"], event["handle"]
+        )
+        operators.set_membership(
+            owner,
+            workspace,
+            principal,
+            event["grants"],
+            personal_namespace=event.get("personal_namespace"),
+        )
+        return {"ok": True, "workspace_id": str(workspace), "principal_id": str(principal)}
+    if task == "register_context":
+        workspace = operators.workspace_id(owner, event["workspace"])
+        members = operators.member_ids(owner, workspace, event.get("members", []))
+        operators.register_context(owner, workspace, event["context"], members)
+        return {"ok": True, "workspace_id": str(workspace)}
     raise ValueError(f"unknown operator task {task!r}")
 
 

@@ -4,6 +4,9 @@ Workspaces ``acme`` and ``globex`` (memory on) and ``initech`` (memory off);
 people alice, bob, carol; services ci-bot and release-bot; in acme the open
 channels ``general`` and ``eng``, the private channel ``leads`` (alice) and the DM
 ``dm:alice-release-bot``. Tokens are issued fresh on every start.
+
+Runs on every ``make dev``: the ``operators.ensure_*``/``set_*`` calls change (and
+audit) only what is not in place yet, so a restart writes nothing new.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from memory_server import operator
+from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.models import RememberArgs, WriteArgs
@@ -48,17 +51,17 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
     """Create (or refresh) the demo; write sample memories the first time only."""
     provisioned = aws.provisioned
     workspace_ids = {
-        slug: operator.create_workspace(owner, slug, memory_enabled=on)
+        slug: operators.ensure_workspace(owner, slug, memory_enabled=on)
         for slug, on in WORKSPACES.items()
     }
     principals: dict[str, tuple[uuid.UUID, str]] = {}
     tokens: dict[str, str] = {}
     for name, memberships in PEOPLE.items():
         sub = aws.create_user(name)
-        pid = operator.ensure_principal(owner, "person", sub, name)
+        pid = operators.ensure_principal(owner, "person", sub, name)
         principals[name] = (pid, sub)
         for slug, grants in memberships.items():
-            operator.set_membership(owner, workspace_ids[slug], pid, grants)
+            operators.set_membership(owner, workspace_ids[slug], pid, grants)
         tokens[name] = issuer.issue_access_token(
             sub=sub,
             client_id=provisioned.people_client_id,
@@ -78,16 +81,16 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
     for name, (scopes, memberships) in SERVICES.items():
         client_id, _secret = aws.create_agent_client(name, scopes)
         audiences.append(client_id)
-        pid = operator.ensure_principal(owner, "service", client_id, name)
+        pid = operators.ensure_principal(owner, "service", client_id, name)
         principals[name] = (pid, client_id)
         for slug, grants in memberships.items():
-            operator.set_membership(owner, workspace_ids[slug], pid, grants)
+            operators.set_membership(owner, workspace_ids[slug], pid, grants)
         tokens[name] = issuer.issue_access_token(
             sub=client_id, client_id=client_id, scopes=scopes, ttl_s=TOKEN_TTL_S
         )
     for slug, contexts in CONTEXTS.items():
         for key, members in contexts.items():
-            operator.register_context(
+            operators.register_context(
                 owner, workspace_ids[slug], key, [principals[m][0] for m in members]
             )
     if _first_run(owner, workspace_ids["acme"]):

@@ -22,13 +22,14 @@ from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from botocore.exceptions import ClientError
 from memory_server import migrate
 from memory_server.admin import operators
 from memory_server.audit import EventBridgeSink, sweep
+from memory_server.provision import Passwords, Provisioned, provision
 
 from . import demo
 from .aws import LocalAws
@@ -40,12 +41,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DATABASE = "memory"
 MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
-
-
-def _url(base: str, user: str, password: str, database: str) -> str:
-    parts = urlsplit(base)
-    netloc = f"{user}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, f"/{database}", "", ""))
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -80,6 +75,7 @@ class DevStack:
     aws: LocalAws | None = None
     gateway: ApiGateway | None = None
     app: ModuleType | None = None
+    roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
 
@@ -95,30 +91,14 @@ class DevStack:
             self._say("starting PostgreSQL (data in .dev/postgres)")
             self.postgres = EmbeddedPostgres(self.root / "postgres", durable=True)
             admin_url = self.postgres.start()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-            if exists.fetchone() is None:
-                admin.execute(f'CREATE DATABASE "{DATABASE}"')
         creds = self.credentials or _credentials(self.root / "credentials.json")
-        admin_db = _url(
+        self.roles = roles = provision(
             admin_url,
-            urlsplit(admin_url).username or "postgres",
-            urlsplit(admin_url).password or "",
-            DATABASE,
+            Passwords(creds["owner"], creds["runtime"], creds["auditor"]),
+            database=DATABASE,
         )
-        with psycopg.connect(admin_db, autocommit=True) as admin:
-            migrate.bootstrap(
-                admin,
-                owner_password=creds["owner"],
-                runtime_password=creds["runtime"],
-                auditor_password=creds["auditor"],
-            )
-        owner_url = _url(admin_url, migrate.OWNER_ROLE, creds["owner"], DATABASE)
-        runtime_url = _url(admin_url, migrate.RUNTIME_ROLE, creds["runtime"], DATABASE)
-        auditor_url = _url(admin_url, migrate.AUDITOR_ROLE, creds["auditor"], DATABASE)
-        with psycopg.connect(owner_url) as owner:
-            applied = migrate.migrate(owner, migrate.default_migrations_dir())
-        self._say(f"schema ready ({len(applied)} migrations applied now)")
+        owner_url, runtime_url = roles.owner_url, roles.runtime_url
+        self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
         self.aws = LocalAws(seed=self.moto_seed).start()
@@ -163,7 +143,7 @@ class DevStack:
         # created through the admin API is accepted as soon as it exists.
         self.app.service.admin.on_key_created = self.gateway.add_audience
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
-        threading.Thread(target=self._sweeper, args=(auditor_url, sink), daemon=True).start()
+        threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
 
         self.info = {
             "url": self.gateway.mcp_url("acme"),

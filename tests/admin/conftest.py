@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from memory_local.dev import DevStack
 from memory_server.admin.openapi import build_openapi
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
 
-from tests.support import running_dev_stack
+from tests.support import SharedStack, using_stack
 
 ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_test"
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -150,10 +151,10 @@ def response_schema(openapi: dict[str, Any], method: str, template: str, status:
     return str(ref.rsplit("/", 1)[-1])
 
 
-# -- the local stack (make dev's DevStack on the test server) ---------------------
+# -- the local stack (make dev's DevStack on the test server, shared by the session) --
 
 
 @pytest.fixture(scope="package")
-def stack(cluster, tmp_path_factory):  # type: ignore[no-untyped-def]
-    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("admin")), "admin") as dev:
+def stack(dev_stack: SharedStack) -> Iterator[DevStack]:
+    with using_stack(dev_stack) as dev:
         yield dev

@@ -340,10 +340,13 @@ def test_the_audit_trail_pages_without_gaps(ws, admin_service) -> None:  # type:
         if cursor is None:
             break
     ids = [e["id"] for e in seen]
-    assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids) == 8
+    # The operator's setup (workspace, then alice) opens the trail: 2 + 7 + 1 events.
+    assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids) == 10
     assert seen[0]["operation"] == "create" and seen[0]["uri"] == "memory://workspace/notes/x.md"
     assert [e["operation"] for e in seen[1:]] == ["memory.disable", "memory.enable"] * 3 + [
-        "memory.disable"
+        "memory.disable",
+        "member.add",
+        "workspace.create",
     ]
     bad = call(admin_service, ws.slug, "GET", "/audit", alice, query="cursor=abc&limit=3")
     assert bad.status == 422 and bad.body["problems"][0]["field"] == "cursor"

@@ -259,3 +259,67 @@ def test_an_erased_identity_cannot_be_added_back_by_pseudonym(world, owner, admi
         body={"grants": ["read"], "kind": "person", "handle": "x"},
     )
     assert refused.status == 422  # ':' is not in a subject: it cannot even be named
+
+
+def test_the_idempotent_forms_change_and_audit_only_what_is_not_in_place(owner) -> None:  # type: ignore[no-untyped-def]
+    tag = uuid.uuid4().hex[:10]
+    slug, subject = f"seed-{tag}", f"pat-{tag}"
+    ws = operators.ensure_workspace(owner, slug, memory_enabled=True)
+    assert operators.ensure_workspace(owner, slug, memory_enabled=False) == ws  # left as it is
+    pat = operators.ensure_principal(owner, "person", subject, "pat")
+    assert operators.ensure_principal(owner, "person", subject, "renamed") == pat
+    bot = operators.ensure_principal(owner, "service", f"bot-{tag}", "bot")
+    assert operators.set_membership(owner, ws, pat, ["read"]) is True
+    assert operators.set_membership(owner, ws, pat, ["read"]) is False
+    assert operators.set_membership(owner, ws, pat, ["admin", "read"]) is True
+    assert operators.set_membership(owner, ws, bot, ["read"]) is True
+    assert operators.register_context(owner, ws, "dm:pat-bot", [pat, bot]) is True
+    assert operators.register_context(owner, ws, "dm:pat-bot", [bot, pat, bot]) is False
+    assert operators.set_memory_enabled(owner, ws, True) is False
+    assert operators.set_memory_enabled(owner, ws, False) is True
+
+    rows = owner.execute(
+        "SELECT operation, writer_id, source, details FROM memory.audit_outbox "
+        "WHERE workspace_id = %s ORDER BY id",
+        (ws,),
+    ).fetchall()
+    assert [r[0] for r in rows] == [
+        "workspace.create",
+        "member.add",
+        "member.change",
+        "member.add",
+        "context.register",
+        "memory.disable",
+    ]
+    assert {(r[1], r[2]) for r in rows} == {(operators.OPERATOR, "operator")}
+    assert rows[2][3] == {
+        "principal_id": str(pat),
+        "grants": ["read", "admin"],
+        "personal_namespace": True,
+        "previous_grants": ["read"],
+        "previous_personal_namespace": True,
+    }
+    assert rows[3][3]["personal_namespace"] is False  # a service has none unless asked
+    assert rows[4][3] == {"context": "dm:pat-bot", "members": sorted([str(pat), str(bot)])}
+    handle = owner.execute("SELECT handle FROM memory.principals WHERE id = %s", (pat,))
+    assert handle.fetchone()[0] == "pat"  # an existing principal is not changed
+
+    stranger = operators.ensure_principal(owner, "person", f"stranger-{tag}", "stranger")
+    refusals = [
+        (lambda: operators.register_context(owner, ws, "channel:x", [stranger]), 422),
+        (lambda: operators.register_context(owner, ws, "channel:x/thread:1", [pat]), 422),
+        (lambda: operators.ensure_principal(owner, "service", subject, "pat"), 409),
+        (lambda: operators.set_membership(owner, ws, pat, ["fly"]), 422),
+        (
+            lambda: operators.set_membership(owner, ws, pat, ["read"], personal_namespace=False),
+            422,
+        ),
+        (lambda: operators.workspace_id(owner, f"none-{tag}"), 404),
+    ]
+    for refused, status in refusals:
+        with pytest.raises(AdminError) as caught:
+            refused()
+        assert caught.value.status == status
+    assert len(
+        owner.execute("SELECT 1 FROM memory.audit_outbox WHERE workspace_id = %s", (ws,)).fetchall()
+    ) == len(rows)  # refusals audit nothing

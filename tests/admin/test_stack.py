@@ -143,7 +143,7 @@ def memoryctl(stack: Any, *args: str, check: bool = True) -> subprocess.Complete
     env = {**os.environ, "MEMORY_ENDPOINT_FILE": str(Path(stack.root) / "endpoint.json")}
     env.pop("USER_POOL_ID", None)  # the endpoint file says where the pool is
     done = subprocess.run(
-        [sys.executable, "-m", "memory_local.memoryctl", *args],
+        [sys.executable, "-m", "memory_cli", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -277,7 +277,7 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     original = {p.relative_to(folder): p for p in folder.rglob("*.md")}
     copied = {p.relative_to(copy): p for p in copy.rglob("*.md")}
     assert original.keys() == copied.keys()
-    from memory_server.admin.transfer import parse
+    from memory_cli.transfer import parse
 
     for name, path in original.items():
         meta, content = parse(path.read_text())

@@ -10,7 +10,7 @@ import psycopg
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.admin import transfer
+from memory_cli import transfer
 from memory_server.service import McpService
 
 from tests.admin.conftest import ALL_SCOPES, call

@@ -1,12 +1,12 @@
-"""The local stack (``make dev``'s DevStack) on the test database server, and the
-official MCP Python SDK client talking to it over real HTTP."""
+"""The local stack (``make dev``'s DevStack, shared by the session: ``dev_stack`` in
+tests/conftest.py) on the test database server, and the official MCP Python SDK
+client talking to it over real HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
@@ -16,14 +16,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_local.dev import DevStack
 
-from tests.support import running_dev_stack
+from tests.support import SharedStack, using_stack
 
 T = TypeVar("T")
 
 
 @pytest.fixture(scope="package")
-def stack(cluster, tmp_path_factory) -> Iterator[DevStack]:  # type: ignore[no-untyped-def]
-    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("e2e")), "e2e") as dev:
+def stack(dev_stack: SharedStack) -> Iterator[DevStack]:
+    with using_stack(dev_stack) as dev:
         yield dev
 
 

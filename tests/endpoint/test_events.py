@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from memory_server import operator
+from memory_server.admin import operators
 
 ROOT = Path(__file__).resolve().parents[2]
 # In the order a session would send them; each expected to succeed unless listed.
@@ -69,9 +69,9 @@ def test_every_sample_event(app, cluster) -> None:  # type: ignore[no-untyped-de
     with psycopg.connect(cluster.owner_url, autocommit=True) as owner:
         if owner.execute("SELECT 1 FROM memory.workspaces WHERE slug = 'events-demo'").fetchone():
             pytest.fail("events-demo already seeded: this test must run once per database")
-        ws = operator.create_workspace(owner, "events-demo", memory_enabled=True)
-        alice = operator.ensure_principal(owner, "person", "events-alice-sub", "alice")
-        operator.set_membership(
+        ws = operators.ensure_workspace(owner, "events-demo", memory_enabled=True)
+        alice = operators.ensure_principal(owner, "person", "events-alice-sub", "alice")
+        operators.set_membership(
             owner, ws, alice, ["read", "write:personal", "write:shared", "delete"]
         )
     files = {p.stem for p in (ROOT / "events").glob("*.json")}

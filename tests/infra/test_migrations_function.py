@@ -29,8 +29,9 @@ import psycopg
 import pytest
 from memory_server import migrate
 from memory_server.grants import sorted_grants
+from memory_server.provision import with_role
 
-from tests.conftest import ROOT, Cluster, _with_credentials
+from tests.conftest import ROOT, Cluster
 from tests.infra.conftest import load_function
 
 MIGRATIONS = ROOT / "infra" / "migrations"
@@ -347,7 +348,7 @@ class AuroraLike:
         from urllib.parse import urlsplit
 
         parts = urlsplit(self.master_url)
-        return _with_credentials(
+        return with_role(
             self.master_url,
             role,
             self.passwords[role.removeprefix("memory_")],
@@ -375,7 +376,7 @@ def aurora_like() -> Iterator[AuroraLike]:
                 f"CREATE ROLE aurora_master LOGIN CREATEROLE CREATEDB PASSWORD '{master_password}'"
             )
             admin.execute("CREATE DATABASE memory OWNER aurora_master")
-        master_url = _with_credentials(superuser_url, "aurora_master", master_password, "memory")
+        master_url = with_role(superuser_url, "aurora_master", master_password, "memory")
         passwords = {k: secrets.token_urlsafe(16) for k in ("owner", "runtime", "auditor")}
         yield AuroraLike(master_url, superuser_url, passwords)
     finally:

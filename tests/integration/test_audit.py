@@ -89,4 +89,10 @@ def test_sweeper_delivers_what_the_request_could_not(world, cluster, bus) -> Non
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             auditor.execute("SELECT count(*) FROM memory.memories")
     mine = [e for e in drain() if e["detail"]["workspace"] == ws.slug]
-    assert sorted(e["detail"]["revision"] for e in mine) == [1, 2]
+    # The two writes, and the operator's setup (never published by a request).
+    assert sorted((e["detail"]["operation"], e["detail"]["revision"]) for e in mine) == [
+        ("create", 1),
+        ("member.add", 0),
+        ("replace", 2),
+        ("workspace.create", 0),
+    ]

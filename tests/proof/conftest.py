@@ -1,16 +1,17 @@
-"""The proof suite's own local stack: ``make dev``'s DevStack on the test server.
+"""The proofs' local stack: ``make dev``'s DevStack on the test server.
 
-Same shape as ``tests/e2e``'s ``stack`` (which is scoped to that package): the
-whole service on loopback, reached with the official MCP client over HTTP, plus
-the inspection handles the proofs need (the owner role, the auditor role, the
-cluster's superuser for killing backends).
+The session's stack (``dev_stack`` in tests/conftest.py, shared with ``tests/e2e``
+and ``tests/admin``): the whole service on loopback, reached with the official MCP
+client over HTTP, plus the inspection handles the proofs need (the owner role, the
+auditor role, the cluster's superuser for killing backends). Proofs tag their
+records with ``run_id`` and compare before/after, so earlier packages' data on the
+same stack does not disturb them.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,12 +19,12 @@ import pytest
 from memory_local.dev import DevStack
 
 from tests.proof.support import Inspector
-from tests.support import running_dev_stack
+from tests.support import SharedStack, using_stack
 
 
 @pytest.fixture(scope="package")
-def stack(cluster, tmp_path_factory) -> Iterator[DevStack]:  # type: ignore[no-untyped-def]
-    with running_dev_stack(cluster, Path(tmp_path_factory.mktemp("proof")), "proof") as dev:
+def stack(dev_stack: SharedStack) -> Iterator[DevStack]:
+    with using_stack(dev_stack) as dev:
         yield dev
 
 

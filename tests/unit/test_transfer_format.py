@@ -16,8 +16,8 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from memory_cli import transfer
 from memory_server.addresses import RecordAddress, parse_address
-from memory_server.admin import transfer
 from memory_server.budget import utf8_window
 from memory_server.contexts import encode_id, parse_context
 from memory_server.records import check_source
@@ -52,7 +52,7 @@ framed = st.builds(
 contents = st.one_of(st.text(), framed, st.lists(line, max_size=8).map("\n".join))
 
 # Metadata values a record can have. Sources follow check_source; the line separators
-# U+0085, U+2028 and U+2029 are left out here (see the xfail test below).
+# U+0085, U+2028 and U+2029 have a test of their own below.
 plain_text = st.text(
     st.characters(codec="utf-8", exclude_categories=["Cc", "Cs", "Zl", "Zp"]).filter(
         lambda c: c != "\x85"
@@ -142,12 +142,6 @@ def test_the_front_matter_is_yaml_with_the_same_values(meta: dict[str, Any]) -> 
     assert yaml.safe_load(text.split("---\n")[1])["memory"] == {**meta, "embedded": False}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="parse() splits the block with str.splitlines(), which also breaks at U+0085, "
-    "U+2028 and U+2029 (json.dumps leaves them raw); load_folder then skips the file",
-)
 @pytest.mark.parametrize("separator", ["\x85", "\u2028", "\u2029"])
 def test_a_source_with_a_unicode_line_separator_survives(separator: str) -> None:
     source = f"first{separator}second"

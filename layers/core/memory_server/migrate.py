@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -197,3 +199,26 @@ def default_migrations_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise MigrationError("infra/migrations not found; pass the directory explicitly")
+
+
+# -- Databases (identifiers take no bind parameters: composed, like the roles) --
+
+Connect = Callable[..., psycopg.Connection[Any]]  # psycopg.connect, or one that retries
+
+
+def ensure_database(admin: str, database: str, *, connect: Connect = psycopg.connect) -> bool:
+    """Create ``database`` on the server ``admin`` reaches, unless it exists."""
+    with connect(admin, autocommit=True) as conn:
+        exists = sql_files.one(conn, "database_exists", {"database": database})
+        if exists is not None:
+            return False
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    return True
+
+
+def drop_database(admin: str, database: str, *, connect: Connect = psycopg.connect) -> None:
+    """Drop ``database`` if it exists, closing its sessions first."""
+    with connect(admin, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+        )

@@ -21,9 +21,8 @@ from psycopg.types.json import Jsonb
 
 from .. import sql_files
 from ..caller import Caller, Deadline
-from ..contexts import parse_context
 from ..db import Connection, Database
-from ..errors import AdminError, ToolError
+from ..errors import AdminError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..records import iso
 from . import models as m
@@ -351,20 +350,6 @@ def revoke_agent_key(
 # -- contexts -------------------------------------------------------------------
 
 
-def _registrable(context_key: str) -> tuple[str, str]:
-    try:
-        context = parse_context(context_key)
-    except ToolError as error:
-        raise invalid_field("context", "context_syntax", error.message) from None
-    if context.kind not in ("channel", "dm"):
-        raise invalid_field(
-            "context",
-            "channel_or_dm",
-            "only channels and DMs are registered; threads follow their channel",
-        )
-    return context.key, context.kind
-
-
 def list_contexts(db: Database, caller: Caller) -> m.ContextList:
     with _reading(db, caller) as conn:
         registered = sql_files.rows(
@@ -389,7 +374,8 @@ def put_context(
     db: Database, caller: Caller, context_key: str, body: m.ContextIn
 ) -> m.RegisteredContext:
     """Register a private channel or a DM with exactly these members."""
-    key, kind = _registrable(context_key)
+    registrable = m.registrable_context(context_key)
+    key, kind = registrable.key, registrable.kind
     ws = caller.workspace_id
     with _changing(db, caller) as conn:
         found = sql_files.rows(
@@ -432,7 +418,7 @@ def _registered(row: dict[str, Any]) -> m.RegisteredContext:
 
 
 def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextRemoved:
-    key, _ = _registrable(context_key)
+    key = m.registrable_context(context_key).key
     with _changing(db, caller) as conn:
         gone = sql_files.one(
             conn, "admin_remove_context", {"workspace_id": caller.workspace_id, "context_key": key}

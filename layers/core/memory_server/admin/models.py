@@ -11,8 +11,10 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import AdminError
+from ..contexts import ListeningContext, parse_context
+from ..errors import AdminError, ToolError
 from ..grants import Grant
+from .errors import invalid_field
 
 Scope = Literal[
     "memory/read", "memory/write.personal", "memory/write.shared", "memory/delete", "memory/admin"
@@ -246,3 +248,19 @@ def parse_query(model: type[ModelT], params: dict[str, str]) -> ModelT:
 def _unprocessable(problems: list[dict[str, str]]) -> AdminError:
     message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return AdminError(422, "invalid_request", message, problems)
+
+
+def registrable_context(context_key: str) -> ListeningContext:
+    """A context an admin or operator may register: a channel or a DM, never a thread
+    (threads follow their channel). The 422 names the rule broken."""
+    try:
+        context = parse_context(context_key)
+    except ToolError as error:
+        raise invalid_field("context", "context_syntax", error.message) from None
+    if context.kind not in ("channel", "dm"):
+        raise invalid_field(
+            "context",
+            "channel_or_dm",
+            "only channels and DMs are registered; threads follow their channel",
+        )
+    return context

@@ -1,13 +1,41 @@
 """Operator commands: what sits above workspaces, run as the owner role.
 
-Creating, listing and deleting workspaces and erasing a person are not things a
-workspace admin may do (they cross tenants), so they are not routes of the admin
-API: an operator runs them with the owner role's database URL (``memoryctl``
-locally against ``.dev/endpoint.json``; in AWS from a bastion or a one-off task
-with the owner secret). Each runs in one transaction and says what it did. Each
-change is audited in the workspaces it touches, with the nil principal as actor
-("the operator"), except a workspace's deletion, whose audit rows go with it:
-the returned report is the record of that one.
+The one module for every change made outside a tenant's own admin API: ``memoryctl``
+(``workspaces``, ``erase``), the migrations function's ``operator`` events, the dev
+stack's demo seed, the benchmarks' corpora and the tests' tenants all call these
+functions. Creating, listing and deleting workspaces and erasing a person cross
+tenants, so they are not routes of the admin API: an operator runs them with the
+owner role's database URL (``memoryctl`` locally against ``.dev/endpoint.json``; in
+AWS from a bastion or a one-off task with the owner secret, or through the
+migrations function).
+
+Rules, the same for every caller:
+
+- Each function runs in one transaction (a savepoint inside the caller's) and
+  writes its audit rows in it: in the workspace it changes, with the nil principal
+  as actor ("the operator", ``OPERATOR``) and source ``operator``, the operations
+  and details the admin API uses (``workspace.create``, ``memory.enable`` /
+  ``memory.disable``, ``member.add`` / ``member.change``, ``context.register``,
+  ``agent_key.revoke``, ``person.erase``). A workspace's deletion is the exception:
+  its audit rows go with it, so the returned report is the record of that one.
+- A call that changes nothing writes nothing, so the idempotent forms are safe to
+  run on every start (the demo seed runs on every ``make dev``).
+- ``create_workspace`` refuses a slug that is taken (and names a first admin);
+  ``ensure_workspace`` is the idempotent form (an existing workspace is returned
+  unchanged), for seeds and fixtures.
+- ``ensure_principal`` creates a principal or returns the existing one unchanged
+  (its handle shows in every workspace it belongs to); it refuses a subject that is
+  another kind of identity, an agent key, or revoked.
+- ``set_membership`` adds or changes a member as the admin API's ``PUT
+  …/members/{subject}`` does (people always have a personal namespace; a service
+  keeps its own setting unless one is given), without the last-admin rule: the
+  operator stands above the workspace's admins, and a workspace made by
+  ``ensure_workspace`` has none.
+- ``register_context`` registers a private channel or a DM with exactly the given
+  members, who must be members of the workspace (as through the admin API).
+
+Statements are the ``sql/operator_*.sql`` files (and the ``admin_*`` ones where the
+change is the admin API's own), run through :mod:`memory_server.sql_files`.
 """
 
 from __future__ import annotations
@@ -16,51 +44,30 @@ import logging
 import re
 import secrets
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..errors import AdminError
 from ..gateway_events import SLUG_PATTERN
 from ..grants import ALL_GRANTS, sorted_grants
 from ..records import iso
-from ..sql_files import query
+from ..sql_files import Row, one, rows, run
 from .errors import conflict, invalid_field
 from .identity import Directory
-from .models import SUBJECT_PATTERN
+from .models import SUBJECT_PATTERN, registrable_context
 
 logger = logging.getLogger(__name__)
 
 OPERATOR = uuid.UUID(int=0)  # the actor of operator changes in audit rows
+Kind = Literal["person", "service"]
 _SLUG_RULE = "lowercase letters, digits and '-', starting with a letter or digit, ≤ 63"
 
 
-def _dicts(conn: psycopg.Connection[Any]) -> psycopg.Cursor[dict[str, Any]]:
-    return conn.cursor(row_factory=dict_row)
-
-
-def _audit(
-    conn: psycopg.Connection[Any],
-    workspace_id: uuid.UUID,
-    operation: str,
-    path: str,
-    details: dict[str, Any],
-) -> None:
-    conn.execute(
-        query("admin_record_event"),
-        {
-            "workspace_id": workspace_id,
-            "uri": "memory-admin://" + path,
-            "operation": operation,
-            "principal_id": OPERATOR,
-            "source": "operator",
-            "request_id": f"operator-{uuid.uuid4()}",
-            "details": Jsonb(details),
-        },
-    )
+# -- reports ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -119,68 +126,216 @@ class PersonErased(Report):
     identity_provider: dict[str, bool] = field(default_factory=dict)
 
 
+# -- shared steps (each inside the caller's transaction) ----------------------------
+
+
+def _audit(
+    owner: psycopg.Connection[Any],
+    workspace_id: uuid.UUID,
+    operation: str,
+    path: str,
+    details: dict[str, Any],
+) -> None:
+    run(
+        owner,
+        "admin_record_event",
+        {
+            "workspace_id": workspace_id,
+            "uri": "memory-admin://" + path,
+            "operation": operation,
+            "principal_id": OPERATOR,
+            "source": "operator",
+            "request_id": f"operator-{uuid.uuid4()}",
+            "details": Jsonb(details),
+        },
+    )
+
+
+def _check_slug(slug: str) -> None:
+    if not re.match(SLUG_PATTERN, slug):
+        raise invalid_field("slug", "string_pattern_mismatch", _SLUG_RULE)
+
+
+def _check_identity(subject: str, handle: str, *, prefix: str = "") -> None:
+    if not re.match(SUBJECT_PATTERN, subject):
+        raise invalid_field(
+            f"{prefix}subject", "string_pattern_mismatch", "not a subject or client id"
+        )
+    if not 1 <= len(handle) <= 64 or not handle.isprintable():
+        raise invalid_field(f"{prefix}handle", "printable", "1–64 printable characters")
+
+
+def _check_grants(grants: Iterable[str]) -> list[str]:
+    ordered = sorted_grants(grants)
+    unknown = sorted(set(ordered) - set(ALL_GRANTS))
+    if unknown:
+        raise invalid_field(
+            "grants", "known_grants", f"unknown grants {unknown}; one of {ALL_GRANTS}"
+        )
+    return ordered
+
+
+def _lock_workspace(owner: psycopg.Connection[Any], workspace_id: uuid.UUID) -> Row:
+    """The workspace's row lock: changes of one workspace are serialised, as through
+    the admin API."""
+    found = one(owner, "admin_lock_workspace", {"workspace_id": workspace_id})
+    if found is None:
+        raise AdminError(404, "not_found", f"no workspace with id {workspace_id}")
+    return found
+
+
+def _new_workspace(owner: psycopg.Connection[Any], slug: str, memory_enabled: bool) -> Row | None:
+    """Create the workspace and audit it; None when the slug is taken."""
+    made = one(owner, "operator_create_workspace", {"slug": slug, "memory_enabled": memory_enabled})
+    if made is not None:
+        _audit(
+            owner,
+            made["id"],
+            "workspace.create",
+            "workspace",
+            {"slug": slug, "memory_enabled": memory_enabled},
+        )
+    return made
+
+
+def _principal(owner: psycopg.Connection[Any], kind: Kind, subject: str, handle: str) -> Row:
+    found = one(owner, "operator_principal", {"kind": kind, "subject": subject, "handle": handle})
+    assert found is not None  # created or found: the statement always answers
+    if found["kind"] != kind or found["workspace_id"] is not None or found["revoked_at"]:
+        raise conflict("that subject is another kind of identity, an agent key or revoked")
+    return found
+
+
+def _put_member(
+    owner: psycopg.Connection[Any],
+    workspace_id: uuid.UUID,
+    principal_id: uuid.UUID,
+    grants: list[str],
+    personal_namespace: bool | None,
+) -> bool:
+    """Add or change a member (the workspace is locked); False when already so."""
+    row = one(
+        owner, "operator_membership", {"workspace_id": workspace_id, "principal_id": principal_id}
+    )
+    if row is None:
+        raise invalid_field("principal_id", "known_principal", "no such principal")
+    if row["revoked_at"] is not None or row["workspace_id"] not in (None, workspace_id):
+        raise conflict("a revoked agent key, or one bound to another workspace")
+    existing = row["grants"] is not None
+    if row["kind"] == "person":
+        if personal_namespace is False:
+            raise invalid_field(
+                "personal_namespace", "people_have_one", "people always have a personal namespace"
+            )
+        personal = True
+    elif personal_namespace is not None:
+        personal = personal_namespace
+    else:
+        personal = bool(row["personal_namespace"]) if existing else False
+    if existing and row["grants"] == grants and row["personal_namespace"] == personal:
+        return False
+    run(
+        owner,
+        "admin_put_member",
+        {
+            "workspace_id": workspace_id,
+            "principal_id": principal_id,
+            "grants": grants,
+            "personal_namespace": personal,
+        },
+    )
+    details: dict[str, Any] = {
+        "principal_id": str(principal_id),
+        "grants": grants,
+        "personal_namespace": personal,
+    }
+    if existing:
+        details["previous_grants"] = row["grants"]
+        details["previous_personal_namespace"] = row["personal_namespace"]
+    _audit(
+        owner,
+        workspace_id,
+        "member.change" if existing else "member.add",
+        f"members/{principal_id}",
+        details,
+    )
+    return True
+
+
+# -- workspaces -------------------------------------------------------------------
+
+
 def create_workspace(
     owner: psycopg.Connection[Any],
     slug: str,
     *,
     admin_subject: str,
     admin_handle: str,
-    admin_kind: Literal["person", "service"] = "person",
+    admin_kind: Kind = "person",
     memory_enabled: bool = False,
 ) -> WorkspaceCreated:
     """A new workspace with its first admin (all grants). The slug must be free."""
-    if not re.match(SLUG_PATTERN, slug):
-        raise invalid_field("slug", "string_pattern_mismatch", _SLUG_RULE)
-    if not re.match(SUBJECT_PATTERN, admin_subject):
-        raise invalid_field(
-            "admin_subject", "string_pattern_mismatch", "not a subject or client id"
-        )
-    if not 1 <= len(admin_handle) <= 64 or not admin_handle.isprintable():
-        raise invalid_field("admin_handle", "printable", "1–64 printable characters")
+    _check_slug(slug)
+    _check_identity(admin_subject, admin_handle, prefix="admin_")
     with owner.transaction():
-        cur = _dicts(owner)
-        made = cur.execute(
-            query("operator_create_workspace"), {"slug": slug, "memory_enabled": memory_enabled}
-        ).fetchone()
+        made = _new_workspace(owner, slug, memory_enabled)
         if made is None:
             raise conflict(f"a workspace {slug!r} exists")
-        found = cur.execute(
-            query("operator_principal"),
-            {"kind": admin_kind, "subject": admin_subject, "handle": admin_handle},
-        ).fetchone()
-        assert found is not None
-        if found["kind"] != admin_kind or found["workspace_id"] is not None or found["revoked_at"]:
-            raise conflict("that subject is another kind of identity or an agent key")
-        grants = sorted_grants(ALL_GRANTS)
-        owner.execute(
-            query("admin_put_member"),
-            {
-                "workspace_id": made["id"],
-                "principal_id": found["id"],
-                "grants": grants,
-                "personal_namespace": admin_kind == "person",
-            },
-        )
-        _audit(owner, made["id"], "workspace.create", "workspace", {"slug": slug})
-        _audit(
-            owner,
-            made["id"],
-            "member.add",
-            f"members/{found['id']}",
-            {"principal_id": str(found["id"]), "grants": grants},
-        )
+        admin = _principal(owner, admin_kind, admin_subject, admin_handle)
+        _lock_workspace(owner, made["id"])
+        _put_member(owner, made["id"], admin["id"], _check_grants(ALL_GRANTS), None)
     return WorkspaceCreated(
         id=str(made["id"]),
         slug=slug,
         memory_enabled=memory_enabled,
-        admin_principal_id=str(found["id"]),
+        admin_principal_id=str(admin["id"]),
         admin_subject=admin_subject,
     )
 
 
+def ensure_workspace(
+    owner: psycopg.Connection[Any], slug: str, *, memory_enabled: bool = False
+) -> uuid.UUID:
+    """The workspace's id, created (without members) when missing. An existing one is
+    left as it is, its memory feature included: ``set_memory_enabled`` changes that."""
+    _check_slug(slug)
+    with owner.transaction():
+        made = _new_workspace(owner, slug, memory_enabled)
+        if made is not None:
+            return uuid.UUID(str(made["id"]))
+        return workspace_id(owner, slug)
+
+
+def workspace_id(owner: psycopg.Connection[Any], slug: str) -> uuid.UUID:
+    """The id of the workspace ``slug`` (404 when there is none)."""
+    found = one(owner, "operator_find_workspace", {"slug": slug})
+    if found is None:
+        raise AdminError(404, "not_found", f"no workspace {slug!r}")
+    return uuid.UUID(str(found["id"]))
+
+
+def set_memory_enabled(
+    owner: psycopg.Connection[Any], workspace_id: uuid.UUID, enabled: bool
+) -> bool:
+    """Turn the workspace's memory feature on or off; False when it already was."""
+    with owner.transaction():
+        current = _lock_workspace(owner, workspace_id)
+        if current["memory_enabled"] == enabled:
+            return False
+        run(owner, "admin_set_memory", {"workspace_id": workspace_id, "enabled": enabled})
+        _audit(
+            owner,
+            workspace_id,
+            "memory.enable" if enabled else "memory.disable",
+            "memory",
+            {"enabled": enabled},
+        )
+    return True
+
+
 def list_workspaces(owner: psycopg.Connection[Any]) -> list[WorkspaceSummary]:
     with owner.transaction():
-        rows = _dicts(owner).execute(query("operator_list_workspaces")).fetchall()
+        found = rows(owner, "operator_list_workspaces")
     return [
         WorkspaceSummary(
             id=str(row["id"]),
@@ -192,7 +347,7 @@ def list_workspaces(owner: psycopg.Connection[Any]) -> list[WorkspaceSummary]:
             agent_keys=row["agent_keys"],
             records=row["records"],
         )
-        for row in rows
+        for row in found
     ]
 
 
@@ -206,10 +361,10 @@ def delete_workspace(
     and is listed as not deleted for the operator to remove.
     """
     with owner.transaction():
-        found = _dicts(owner).execute(query("operator_workspace"), {"slug": slug}).fetchone()
+        found = one(owner, "operator_workspace", {"slug": slug})
         if found is None:
             raise AdminError(404, "not_found", f"no workspace {slug!r}")
-        owner.execute(query("operator_delete_workspace"), {"workspace_id": found["id"]})
+        run(owner, "operator_delete_workspace", {"workspace_id": found["id"]})
     deleted: list[str] = []
     if directory is not None:
         for client_id in found["agent_clients"]:
@@ -231,6 +386,109 @@ def delete_workspace(
     )
 
 
+# -- principals, members and contexts ----------------------------------------------
+
+
+def ensure_principal(
+    owner: psycopg.Connection[Any], kind: Kind, subject: str, handle: str
+) -> uuid.UUID:
+    """The principal for ``subject``, created when missing (an existing one is not
+    changed). Not audited by itself: a principal belongs to no workspace until it is
+    made a member, which is audited there."""
+    _check_identity(subject, handle)
+    with owner.transaction():
+        found = _principal(owner, kind, subject, handle)
+    return uuid.UUID(str(found["id"]))
+
+
+def set_membership(
+    owner: psycopg.Connection[Any],
+    workspace_id: uuid.UUID,
+    principal_id: uuid.UUID,
+    grants: Iterable[str],
+    *,
+    personal_namespace: bool | None = None,
+) -> bool:
+    """Add a member or change its grants (the grants given replace the old ones).
+
+    People always have a personal namespace; a service has one only when
+    ``personal_namespace=True`` (unchanged when ``None`` and already a member).
+    Returns whether anything changed.
+    """
+    ordered = _check_grants(grants)
+    with owner.transaction():
+        _lock_workspace(owner, workspace_id)
+        return _put_member(owner, workspace_id, principal_id, ordered, personal_namespace)
+
+
+def member_ids(
+    owner: psycopg.Connection[Any], workspace_id: uuid.UUID, subjects: Iterable[str]
+) -> list[uuid.UUID]:
+    """Principal ids of members named by subject, in the order given."""
+    wanted = list(subjects)
+    found = rows(owner, "admin_member_ids", {"workspace_id": workspace_id, "subjects": wanted})
+    ids = {row["subject"]: uuid.UUID(str(row["id"])) for row in found}
+    missing = [subject for subject in wanted if subject not in ids]
+    if missing:
+        raise invalid_field(
+            "members", "workspace_members", f"not members of this workspace: {missing}"
+        )
+    return [ids[subject] for subject in wanted]
+
+
+def register_context(
+    owner: psycopg.Connection[Any],
+    workspace_id: uuid.UUID,
+    context_key: str,
+    members: Iterable[uuid.UUID],
+) -> bool:
+    """Register a private channel or a DM with exactly these members (principal ids,
+    members of the workspace). Returns whether anything changed."""
+    context = registrable_context(context_key)
+    ids = list(dict.fromkeys(members))  # each once, in the order given
+    with owner.transaction():
+        _lock_workspace(owner, workspace_id)
+        strangers = rows(
+            owner, "operator_non_members", {"workspace_id": workspace_id, "members": ids}
+        )
+        if strangers:
+            names = [str(row["id"]) for row in strangers]
+            raise invalid_field(
+                "members", "workspace_members", f"not members of this workspace: {names}"
+            )
+        before = one(
+            owner, "operator_context", {"workspace_id": workspace_id, "context_key": context.key}
+        )
+        wanted = sorted(str(i) for i in ids)
+        if (
+            before is not None
+            and before["private"]
+            and sorted(map(str, before["members"])) == wanted
+        ):
+            return False
+        run(
+            owner,
+            "admin_put_context",
+            {
+                "workspace_id": workspace_id,
+                "context_key": context.key,
+                "kind": context.kind,
+                "members": ids,
+            },
+        )
+        _audit(
+            owner,
+            workspace_id,
+            "context.register",
+            f"contexts/{context.key}",
+            {"context": context.key, "members": wanted},
+        )
+    return True
+
+
+# -- erasure and agent keys --------------------------------------------------------
+
+
 def erase_person(
     owner: psycopg.Connection[Any], subject: str, *, directory: Directory | None = None
 ) -> PersonErased:
@@ -246,15 +504,15 @@ def erase_person(
     pseudonym.
     """
     with owner.transaction():
-        cur = _dicts(owner)
-        person = cur.execute(query("operator_person"), {"subject": subject}).fetchone()
+        person = one(owner, "operator_person", {"subject": subject})
         if person is None:
             raise AdminError(404, "not_found", "no person with that subject")
         tag = secrets.token_hex(4)
-        pseudonym = cur.execute(
-            query("operator_create_pseudonym"),
+        pseudonym = one(
+            owner,
+            "operator_create_pseudonym",
             {"subject": f"erased:{uuid.uuid4()}", "handle": f"erased-{tag}"},
-        ).fetchone()
+        )
         assert pseudonym is not None
         ids = {
             "principal_id": person["id"],
@@ -262,14 +520,14 @@ def erase_person(
             "principal_text": str(person["id"]),
             "pseudonym_text": str(pseudonym["id"]),
         }
-        personal = cur.execute(query("operator_erase_personal"), ids).fetchone()
-        identity = cur.execute(query("operator_erase_identity"), ids).fetchone()
+        personal = one(owner, "operator_erase_personal", ids)
+        identity = one(owner, "operator_erase_identity", ids)
         assert personal is not None and identity is not None
-        cur.execute(query("operator_delete_principal"), ids)
-        for workspace_id in person["workspace_ids"]:
+        run(owner, "operator_delete_principal", ids)
+        for workspace in person["workspace_ids"]:
             _audit(
                 owner,
-                workspace_id,
+                workspace,
                 "person.erase",
                 f"members/{pseudonym['id']}",
                 {"principal_id": str(pseudonym["id"])},
@@ -289,18 +547,14 @@ def erase_person(
 def live_agent_keys(owner: psycopg.Connection[Any]) -> list[tuple[str, str]]:
     """(workspace slug, client id) of every live agent key."""
     with owner.transaction():
-        rows = _dicts(owner).execute(query("operator_live_agent_keys")).fetchall()
-    return [(row["slug"], row["client_id"]) for row in rows]
+        found = rows(owner, "operator_live_agent_keys")
+    return [(row["slug"], row["client_id"]) for row in found]
 
 
 def retire_agent_key(owner: psycopg.Connection[Any], client_id: str, reason: str) -> bool:
     """Revoke a key whose app client no longer exists; False if it was not live."""
     with owner.transaction():
-        row = (
-            _dicts(owner)
-            .execute(query("operator_retire_agent_key"), {"client_id": client_id})
-            .fetchone()
-        )
+        row = one(owner, "operator_retire_agent_key", {"client_id": client_id})
         if row is None:
             return False
         _audit(

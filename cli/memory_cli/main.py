@@ -14,7 +14,7 @@ Two kinds of command:
 people. Long work (export, import) shows a progress bar on stderr. Exit codes: 0
 done, 1 refused or failed, 3 an import finished with conflicts or skips.
 
-Run it as ``python -m memory_local.memoryctl`` (or ``memoryctl`` once installed).
+Run it as ``memoryctl`` once installed (``make install``), or ``python -m memory_cli``.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from urllib.parse import quote, urlsplit
 import httpx2
 import psycopg
 import typer
-from memory_server.admin import operators, transfer
+from memory_server.admin import operators
 from memory_server.admin.identity import CognitoDirectory, Directory
 from memory_server.errors import AdminError
 from memory_server.grants import ALL_GRANTS
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from memory_cli import transfer
 
 HANDSHAKE_VERSION = "2025-11-25"  # stateless: any request works without a session
 EXIT_FAILED = 1

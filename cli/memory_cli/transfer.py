@@ -4,7 +4,8 @@ Both go through the MCP tools as a principal (``ToolCaller``), so they see and
 change exactly what that principal may: no path around the grants, the listening
 context rules or row-level security. ``memoryctl`` supplies a ``ToolCaller`` over
 HTTP; tests may supply one over the store operations. Pure code apart from the
-files it reads and writes, which is why it can live beside the admin API.
+files it reads and writes: it needs the server's address and context rules
+(``memory_server``), never a database.
 
 Layout: ``{namespace}/{kind}/{path}`` for records in the workspace context (so
 ``workspace/skills/{name}/SKILL.md`` is an Agent Skills folder as is), and
@@ -38,10 +39,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-from ..addresses import parse_address
-from ..contexts import WORKSPACE, parse_context
-from ..errors import ToolError
-from ..limits import CONTENT_MAX_BYTES
+from memory_server.addresses import parse_address
+from memory_server.contexts import WORKSPACE, parse_context
+from memory_server.errors import ToolError
+from memory_server.limits import CONTENT_MAX_BYTES
 
 MANIFEST = "memory-export.json"
 Namespace = Literal["workspace", "me"]
@@ -108,7 +109,9 @@ def parse(text: str) -> tuple[dict[str, Any], str]:
     if found is None:
         raise ValueError("no memory: block in the front matter")
     meta: dict[str, Any] = {}
-    for line in found.group(1).splitlines():
+    # Split on \n only: str.splitlines() would also break a JSON value at U+0085,
+    # U+2028 or U+2029, which json.dumps leaves raw.
+    for line in found.group(1)[:-1].split("\n"):
         name, _, value = line.strip().partition(": ")
         meta[name] = json.loads(value)
     rest = text[found.end() :]
