@@ -1,8 +1,9 @@
 """One HTTP request in, one HTTP response out, for both protocol generations.
 
-- ``2026-07-28`` (sessionless): chosen by the ``MCP-Protocol-Version`` header; every
-  request carries ``_meta`` with protocol version and client capabilities, and the
-  ``Mcp-Method`` / ``Mcp-Name`` headers must agree with the body.
+- ``2026-07-28`` (sessionless): chosen by the ``MCP-Protocol-Version`` header, before
+  anything else is checked; every request carries ``_meta`` with protocol version and
+  client capabilities, the ``Mcp-Method`` / ``Mcp-Name`` headers must agree with the
+  body, and every rejection carries the transport's HTTP status (:data:`HTTP_STATUS`).
 - The handshake generation (``initialize``; ``2025-11-25``, ``2025-06-18``,
   ``2025-03-26``), served statelessly: any request works without a session.
 
