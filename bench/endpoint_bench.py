@@ -4,10 +4,11 @@ Run as ``python -m bench.endpoint_bench`` (see docs/endpoint.md). Starts its own
 small embedded PostgreSQL under ``.tmp/endpoint-bench`` unless ``DATABASE_URL`` is
 set, seeds one workspace, then:
 
-- **warm overhead**: the same ``memory_read`` and ``memory_search`` timed through the
-  whole Lambda handler (API Gateway v2 event in, response out: auth context, caller
-  resolution, JSON-RPC, validation, formatting) and as the bare store operation; the
-  difference per call is what the endpoint adds;
+- **warm overhead**: the same ``memory_read``, ``memory_search`` and ``memory_list``
+  calls, and ``prompts/list``, ``prompts/get`` and ``completion/complete``, timed
+  through the whole Lambda handler (API Gateway v2 event in, response out: auth
+  context, caller resolution, JSON-RPC, validation, formatting) and as the bare
+  domain operation; the difference per call is what the endpoint adds;
 - **cold start**: a fresh interpreter imports ``functions/mcp/app.py`` (building the
   service) and answers its first request; timed end to end, several runs.
 """
@@ -31,14 +32,18 @@ from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.db import Database
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.models import ReadArgs, SearchArgs, WriteArgs
-from memory_server.operations import memory_read, memory_search, memory_write
+from memory_server.limits import PROMPTS_PAGE_ITEMS
+from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
+from memory_server.operations import memory_list, memory_read, memory_search, memory_write
+from memory_server.operations.completions import complete_paths
+from memory_server.operations.skills import skill_page, skill_prompt
 from memory_server.provision import Passwords, provision
 from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
 from memory_server.store import Store, resolve_caller
 
 ROOT = Path(__file__).resolve().parents[1]
+SKILLS = 30  # skills served as prompts (prompts/list pages them within the budget)
 SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 COLD_START_SCRIPT = """
 import json, os, sys, time
@@ -136,6 +141,24 @@ def main() -> None:
                     context=None,
                 ),
             )
+        for i in range(SKILLS):
+            name = f"skill-{i:02d}"
+            memory_write(
+                store,
+                caller,
+                WriteArgs(
+                    uri=f"memory://workspace/skills/{name}/SKILL.md",
+                    expected_revision=0,
+                    content=(
+                        f"---\nname: {name}\ndescription: Step by step for task {i}, "
+                        "checked against the release checklist\narguments: target\n---\n"
+                        + "1. Do the next step and write down what happened.\n"
+                        * 40
+                    ),
+                    source=None,
+                    context=None,
+                ),
+            )
         service = McpService(Settings(runtime_url, b"b" * 32), db)
 
         read_args = ReadArgs(
@@ -144,23 +167,52 @@ def main() -> None:
         search_args = SearchArgs(
             query="quarterly budget", namespace="all", kinds=["memories", "notes"], limit=8
         )
-        cases = {
+        list_args = ListArgs(prefix="memory://workspace/notes/", limit=20, cursor=None)
+        template = "memory://workspace/{kind}/{+path}"
+        # name: (the bare domain call, the JSON-RPC method and params of the same call)
+        cases: dict[str, tuple[Any, str, dict[str, Any]]] = {
             "memory_read": (
                 lambda: memory_read(store, caller, read_args),
+                "tools/call",
                 {"name": "memory_read", "arguments": {"uri": read_args.uri}},
             ),
             "memory_search": (
                 lambda: memory_search(store, caller, search_args),
+                "tools/call",
                 {"name": "memory_search", "arguments": {"query": search_args.query}},
+            ),
+            "memory_list": (
+                lambda: memory_list(store, caller, list_args),
+                "tools/call",
+                {"name": "memory_list", "arguments": {"prefix": list_args.prefix, "limit": 20}},
+            ),
+            "prompts/list": (
+                lambda: skill_page(store, caller, None, PROMPTS_PAGE_ITEMS),
+                "prompts/list",
+                {},
+            ),
+            "prompts/get": (
+                lambda: skill_prompt(store, caller, "skill-07"),
+                "prompts/get",
+                {"name": "skill-07", "arguments": {"target": "staging"}},
+            ),
+            "completion/complete": (
+                lambda: complete_paths(store, caller, "workspace", "notes", "n1"),
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/resource", "uri": template},
+                    "argument": {"name": "path", "value": "n1"},
+                    "context": {"arguments": {"kind": "notes"}},
+                },
             ),
         }
         results: dict[str, Any] = {}
-        for name, (bare, params) in cases.items():
-            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        for name, (bare, method, params) in cases.items():
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
             def through_handler(body: dict[str, Any] = body) -> None:
                 response = service.handle(event(slug, subject, body))
-                assert response["statusCode"] == 200
+                assert response["statusCode"] == 200 and '"error"' not in response["body"][:40]
 
             store_ms = timed(bare, args.iterations)
             handler_ms = timed(through_handler, args.iterations)
@@ -191,7 +243,7 @@ def main() -> None:
                     "jsonrpc": "2.0",
                     "id": 1,
                     "method": "tools/call",
-                    "params": cases["memory_read"][1],
+                    "params": cases["memory_read"][2],
                 },
             )
         )

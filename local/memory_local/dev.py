@@ -135,6 +135,9 @@ class DevStack:
                 "DATABASE_URL": runtime_url,
                 "CURSOR_SECRET": creds["cursor_secret"],
                 "PUBLIC_BASE_URL": base_url,
+                # DNS-rebinding protection for a loopback server (docs/contract.md §1).
+                "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
+                "ALLOWED_ORIGINS": "http://localhost:*,http://127.0.0.1:*,http://[::1]:*",
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
                 "SIGNIN_TABLE": provisioned.signin_table,

@@ -322,3 +322,48 @@ def test_bad_calls_are_errors_and_write_nothing(service, world, owner) -> None: 
     )
     assert status == 200 and body["error"]["code"] == -32602
     assert revisions() == 0
+
+
+def test_foreign_origins_are_refused_on_every_authenticated_route(service, world) -> None:  # type: ignore[no-untyped-def]
+    """DNS-rebinding protection at the edge: the MCP and admin routes share one check."""
+    ws = world.workspace()
+    alice = ws.person("alice")
+    tools_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+    def mcp(origin: str | None, sub: str | None = alice.subject) -> dict[str, Any]:
+        headers = {} if origin is None else {"origin": origin}
+        return service.handle(event(ws.slug, sub=sub, scopes=ALL, body=tools_list, headers=headers))
+
+    for origin in (None, "https://api.example.com"):  # no browser; the deployment itself
+        assert mcp(origin)["statusCode"] == 200, origin
+    for origin in ("http://evil.example.com", "https://api.example.com.evil.example", "null"):
+        refused = mcp(origin)
+        assert refused["statusCode"] == 403, origin
+        assert json.loads(refused["body"]) == {"error": "origin_not_allowed"}
+    assert mcp("http://evil.example.com", sub=None)["statusCode"] == 401  # the token first
+
+    admin = event(
+        ws.slug,
+        sub=alice.subject,
+        scopes=ALL,
+        method="GET",
+        path=f"/w/{ws.slug}/admin/members",
+        headers={"origin": "http://evil.example.com"},
+    )
+    refused = service.handle(admin)
+    assert (refused["statusCode"], json.loads(refused["body"])) == (
+        403,
+        {"error": "origin_not_allowed"},
+    )
+    admin["headers"]["origin"] = "https://api.example.com"
+    assert service.handle(admin)["statusCode"] == 200
+    # The RFC 9728 metadata is public and tenant-free: served to any origin.
+    metadata = event(
+        ws.slug,
+        sub=None,
+        scopes=[],
+        method="GET",
+        path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
+        headers={"origin": "http://evil.example.com"},
+    )
+    assert service.handle(metadata)["statusCode"] == 200

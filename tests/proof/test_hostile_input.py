@@ -134,7 +134,8 @@ raw_bodies = st.one_of(
 )
 METHODS = [
     "tools/call", "tools/list", "resources/read", "resources/list", "initialize", "ping",
-    "server/discover", "resources/templates/list", "prompts/get",
+    "server/discover", "resources/templates/list", "prompts/get", "prompts/list",
+    "completion/complete",
 ]  # fmt: skip
 request_ids = st.integers(min_value=-(2**64), max_value=2**64) | hostile_text
 hostile_params = json_values | st.fixed_dictionaries(

@@ -71,7 +71,7 @@ def test_initialize_negotiates_a_handshake_version() -> None:
     _, _, body = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
     assert body["result"]["protocolVersion"] == "2025-06-18"
     assert body["result"]["instructions"] == "hi"
-    assert set(body["result"]["capabilities"]) == {"tools", "resources"}
+    assert set(body["result"]["capabilities"]) == {"tools"}  # what the table serves
 
 
 def test_notifications_get_202_and_no_body() -> None:
@@ -107,13 +107,105 @@ def test_unknown_method_and_handler_errors_keep_the_request_id() -> None:
     assert body["error"] == {"code": -32602, "message": "bad params", "data": {"why": "test"}}
 
 
-def test_modern_headers_must_agree_with_the_body() -> None:
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-    _, _, body = post(message, modern_headers("TOOLS/LIST"))
-    assert body["error"]["code"] == -32020  # header mismatch: values are case-sensitive
-    no_meta = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    _, _, body = post(no_meta, modern_headers("tools/list"))
-    assert body["error"]["code"] == -32602
+def modern(method: str, params: dict[str, Any] | None = None, rpc_id: int = 1) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rpc_id,
+        "method": method,
+        "params": {**(params or {}), "_meta": META},
+    }
+
+
+def test_modern_headers_must_agree_with_the_body_with_http_400() -> None:
+    _, _, body = post(modern("tools/list"), modern_headers("tools/list"))
+    assert "result" in body
+    cases = [
+        ({"mcp-protocol-version": MODERN}, "missing Mcp-Method"),
+        (modern_headers("TOOLS/LIST"), "values are case-sensitive"),
+        (modern_headers("prompts/list"), "another method"),
+    ]
+    for headers, why in cases:
+        status, _, body = post(modern("tools/list", rpc_id=5), headers)
+        assert (status, body["error"]["code"], body["id"]) == (400, -32020, 5), why
+    call = modern("tools/call", {"name": "memory_read", "arguments": {}})
+    for name in (None, "memory_list", "MEMORY_READ"):
+        status, _, body = post(call, modern_headers("tools/call", name))
+        assert (status, body["error"]["code"]) == (400, -32020), name
+    meta_wrong = {**call, "params": {**call["params"], "_meta": {**META, PV: "v999.0.0"}}}
+    status, _, body = post(meta_wrong, modern_headers("tools/call", "memory_read"))
+    assert (status, body["error"]["code"]) == (400, -32020)
+
+
+PV = "io.modelcontextprotocol/protocolVersion"
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [None, {CAPS: {}}, {PV: MODERN}, {PV: MODERN, CAPS: "none"}, {PV: 2026, CAPS: {}}],
+)
+def test_modern_request_without_a_complete_meta_is_400(meta: Any) -> None:
+    params = {} if meta is None else {"_meta": meta}
+    message = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": params}
+    status, _, body = post(message, modern_headers("tools/list"))
+    assert (status, body["error"]["code"], body["id"]) == (400, -32602, 3)
+
+
+def test_unsupported_version_lists_the_supported_ones_with_400() -> None:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "server/discover",
+        "params": {"_meta": {**META, PV: "v999.0.0"}},
+    }
+    headers = {"mcp-protocol-version": "v999.0.0", "mcp-method": "server/discover"}
+    status, _, body = post(message, headers)
+    assert status == 400
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"] == {"supported": [MODERN], "requested": "v999.0.0"}
+
+
+def test_header_values_are_read_without_surrounding_whitespace() -> None:
+    call = modern("tools/list")
+    headers = {"mcp-protocol-version": f" {MODERN}\t", "mcp-method": "  tools/list  "}
+    status, _, body = post(call, headers)
+    assert status == 200 and body["result"]["modern"] is True
+    refused = modern("resources/read", {"uri": "memory://x"})
+    status, _, body = post(refused, modern_headers("resources/read", "  memory://x "))
+    assert body["error"] == {"code": -32602, "message": "bad params", "data": {"why": "test"}}
+    assert status == 400  # the handler's own -32602: the headers were accepted
+
+
+def test_unknown_methods_are_404_on_the_modern_wire_only() -> None:
+    for method in ("initialize", "ping", "logging/setLevel", "unknown/method"):
+        status, _, body = post(modern(method, rpc_id=8), modern_headers(method))
+        assert (status, body["error"]["code"], body["id"]) == (404, -32601, 8), method
+    status, _, body = post({"jsonrpc": "2.0", "id": 9, "method": "unknown/method"})
+    assert (status, body["error"]["code"]) == (200, -32601)
+
+
+def test_the_handshake_generation_answers_protocol_errors_with_200() -> None:
+    """No header, or a handshake version: the _meta and header rules do not apply."""
+    for headers in ({}, {"mcp-protocol-version": "2025-06-18", "mcp-method": "TOOLS/LIST"}):
+        status, _, body = post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers)
+        assert status == 200 and body["result"]["modern"] is False
+        status, _, body = post(
+            {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {}}, headers
+        )
+        assert (status, body["error"]["code"]) == (200, -32602)
+
+
+def test_capabilities_are_what_the_method_table_serves() -> None:
+    def caps(*methods: str) -> set[str]:
+        table = Dispatcher(dict.fromkeys(methods, echo), instructions="")
+        return set(table.capabilities())
+
+    assert caps("tools/list") == {"tools"}
+    assert caps("tools/list", "prompts/list", "completion/complete") == {
+        "tools",
+        "prompts",
+        "completions",
+    }
 
 
 def test_cache_hints_only_on_the_modern_wire() -> None:

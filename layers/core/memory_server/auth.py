@@ -2,7 +2,8 @@
 grants from the server, the listening context from the host's header.
 
 One :func:`Authenticator.authenticate` serves the MCP and admin routes alike; each
-route states what it requires as a :class:`Gate`. The order of the checks is part
+route states what it requires as a :class:`Gate`, and both share the origin check
+(:mod:`.origins`). The order of the checks is part
 of the contract: a request without a valid token gets 401 whatever else is wrong,
 and nothing about a workspace is said before the caller proved who it is.
 """
@@ -10,7 +11,7 @@ and nothing about a workspace is said before the caller proved who it is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .caller import Caller, Deadline
@@ -26,6 +27,7 @@ from .errors import (
 )
 from .gateway_events import SLUG, request_headers, resource_url, token_identity
 from .grants import SCOPE_GRANTS
+from .origins import OriginPolicy
 from .store import resolve_caller
 
 
@@ -48,6 +50,8 @@ ADMIN_GATE = Gate("memory/admin", "memory/admin", None, listening=False, memory_
 class Authenticator:
     db: Database
     public_base_url: str | None = None  # how clients name this service (RFC 8707 resources)
+    # Origin (and, locally, Host) validation against DNS rebinding, for every route.
+    origins: OriginPolicy = field(default_factory=OriginPolicy)
 
     def authenticate(
         self, event: Mapping[str, Any], workspace: str, gate: Gate, deadline: Deadline
@@ -70,6 +74,7 @@ class Authenticator:
             allowed = gate.scope in scopes
         if not allowed:
             raise insufficient_scope(gate.scope or gate.challenge_scope)
+        self.origins.check(event)
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
         if gate.methods is not None and method not in gate.methods:
             raise EdgeError(405, "method_not_allowed", headers={"allow": ", ".join(gate.methods)})

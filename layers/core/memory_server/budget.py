@@ -132,6 +132,15 @@ def largest_fitting(low: int, high: int, size_of: Callable[[int], int], limit: i
     return low
 
 
+def fit_leading(count: int, size_of: Callable[[int], int], limit: int = RESPONSE_MAX_BYTES) -> int:
+    """How many of ``count`` leading items a response can carry within ``limit``, given
+    ``size_of(n)``, the exact size of the whole response with the first ``n`` (for
+    protocol results that are not tool results: prompts, completions)."""
+    if count == 0:
+        return 0
+    return largest_fitting(1, count, size_of, limit) or 0
+
+
 SizeOf = Callable[[dict[str, Any], Sequence[Any]], int]  # (result with [] list, items)
 
 

@@ -37,6 +37,15 @@ HISTORY_LIMIT = 50
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{8,128}$"
 CONTEXT_ID_MAX_BYTES = 128
 
+# -- Skills as prompts, completions (docs/contract.md §7) ------------------------------
+PROMPTS_PAGE_ITEMS = 50  # prompts/list reads this many per page; the budget may send fewer
+PROMPT_DESCRIPTION_MAX_BYTES = 1024  # a listed prompt's description (front matter)
+SKILL_HEAD_CHARS = 4096  # of a SKILL.md read for its front matter when listing
+PROMPT_ARGUMENTS_MAX = 16  # arguments a SKILL.md may declare
+PROMPT_ARGUMENT_MAX_BYTES = 4096  # one argument value given to prompts/get
+COMPLETION_MAX_VALUES = 20  # completion/complete values per answer
+COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
+
 # -- Search work bounds (docs/performance.md) ----------------------------------------
 # At most this many of the most recently updated matches are ranked, so a common
 # term costs a bounded amount of work.
@@ -75,3 +84,6 @@ CLIENT_NAME_MAX_CHARS = 64
 SIGNIN_ACCESS_TOKEN_MINUTES = 60  # registered clients' tokens (Cognito: 5 min to 1 day)
 SIGNIN_REFRESH_TOKEN_DAYS = 30
 AUTHORIZATION_CODE_TTL_S = 300  # Cognito's authorization codes live five minutes
+
+# -- Prompts -------------------------------------------------------------------------
+PROMPTS_TTL_MS = 60_000  # prompts/list: the caller's view of skills, which changes

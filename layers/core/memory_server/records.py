@@ -17,12 +17,15 @@ from .budget import utf8_prefix
 from .caller import Caller
 from .db import Connection
 from .errors import ToolError, invalid, not_found
-from .limits import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
+from .limits import CONTENT_MAX_BYTES, PROMPT_ARGUMENTS_MAX, TITLE_MAX_BYTES
 
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_ARGUMENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Completing this argument of any prompt offers prompt names, so no skill declares it.
+PROMPT_NAME_ARGUMENT = "name"
 
 
 def iso(moment: datetime) -> str:
@@ -52,15 +55,43 @@ def check_source(source: str | None) -> str | None:
 
 
 def front_matter(content: str) -> dict[str, str]:
+    return split_front_matter(content)[0]
+
+
+def split_front_matter(content: str) -> tuple[dict[str, str], str]:
+    """The front matter's fields and the content after it (all of it when it has none)."""
     match = _FRONT_MATTER.match(content)
     if not match:
-        return {}
+        return {}, content
     fields: dict[str, str] = {}
     for line in match.group(1).splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip() and not key.startswith((" ", "\t")):
             fields[key.strip()] = value.strip().strip("'\"")
-    return fields
+    return fields, content[match.end() :]
+
+
+def skill_arguments(fields: dict[str, str], *, strict: bool = False) -> list[str]:
+    """The prompt arguments a SKILL.md declares: ``arguments: topic, audience`` (or
+    ``[topic, audience]``). Read leniently (names that break the rule are skipped);
+    ``strict`` refuses them, as a write does."""
+    raw = fields.get("arguments", "").strip()
+    if raw.startswith("[") and raw.endswith("]"):
+        raw = raw[1:-1]
+    names: list[str] = []
+    for item in raw.split(",") if raw.strip() else []:
+        name = item.strip().strip("'\"")
+        if not _ARGUMENT_NAME.match(name) or name in (*names, PROMPT_NAME_ARGUMENT):
+            if strict:
+                raise invalid(
+                    "SKILL.md arguments must be distinct names of letters, digits, '_' or '-' "
+                    f"(at most 64 characters, not {PROMPT_NAME_ARGUMENT!r}), separated by commas"
+                )
+            continue
+        names.append(name)
+    if strict and len(names) > PROMPT_ARGUMENTS_MAX:
+        raise invalid(f"a SKILL.md declares at most {PROMPT_ARGUMENTS_MAX} arguments")
+    return names[:PROMPT_ARGUMENTS_MAX]
 
 
 def check_content(address: RecordAddress, content: str) -> str:
@@ -72,6 +103,8 @@ def check_content(address: RecordAddress, content: str) -> str:
             raise invalid("a SKILL.md needs YAML front matter with name and description")
         if fields["name"] != folder:
             raise invalid(f"SKILL.md front matter name must match its folder ({folder!r})")
+        if "arguments" in fields:
+            skill_arguments(fields, strict=True)
     return content
 
 

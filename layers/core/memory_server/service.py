@@ -24,7 +24,8 @@ from .edge import Edge
 from .gateway_events import token_identity
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
-from .protocol import resources
+from .origins import OriginPolicy, parse_list
+from .protocol import completions, prompts, resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
 from .protocol.tools import Observer, ToolTable
@@ -49,6 +50,10 @@ class Settings:
     management_function: str | None = None
     # Where registered clients' last use is recorded (the daily sweep reads it).
     signin_table: str | None = None
+    # Web origins allowed besides the deployment's own ("scheme://host:*": any port).
+    allowed_origins: tuple[str, ...] = ()
+    # Host names the Host header must name; empty: not checked (set by make dev).
+    allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -63,6 +68,8 @@ class Settings:
             audit_bus=env.get("AUDIT_BUS_NAME") or None,
             management_function=env.get("MANAGEMENT_FUNCTION") or None,
             signin_table=env.get("SIGNIN_TABLE") or None,
+            allowed_origins=parse_list(env.get("ALLOWED_ORIGINS")),
+            allowed_hosts=parse_list(env.get("ALLOWED_HOSTS")),
         )
 
 
@@ -84,7 +91,12 @@ class McpService:
             else None
         )
         publisher = audit.Publisher(self.db, sink)
-        auth = Authenticator(self.db, self.settings.public_base_url)
+        origins = OriginPolicy(
+            self.settings.allowed_origins,
+            self.settings.allowed_hosts,
+            self.settings.public_base_url,
+        )
+        auth = Authenticator(self.db, self.settings.public_base_url, origins)
 
         self.idempotency = None
         remember = None
@@ -101,6 +113,9 @@ class McpService:
                 "resources/list": resources.list_resources,
                 "resources/templates/list": resources.list_templates,
                 "resources/read": partial(resources.read_resource, self.store),
+                "prompts/list": partial(prompts.list_prompts, self.store),
+                "prompts/get": partial(prompts.get_prompt, self.store),
+                "completion/complete": partial(completions.complete, self.store),
             },
             instructions=INSTRUCTIONS,
         )

@@ -1,4 +1,5 @@
-"""One function per tool, each one transaction: ``(store, caller, args) -> result``."""
+"""One function per tool, each one transaction: ``(store, caller, args) -> result``;
+and the reads behind prompts and completions (:mod:`.skills`, :mod:`.completions`)."""
 
 from .memory_delete import memory_delete
 from .memory_list import memory_list

@@ -1,8 +1,9 @@
 """One HTTP request in, one HTTP response out, for both protocol generations.
 
-- ``2026-07-28`` (sessionless): chosen by the ``MCP-Protocol-Version`` header; every
-  request carries ``_meta`` with protocol version and client capabilities, and the
-  ``Mcp-Method`` / ``Mcp-Name`` headers must agree with the body.
+- ``2026-07-28`` (sessionless): chosen by the ``MCP-Protocol-Version`` header, before
+  anything else is checked; every request carries ``_meta`` with protocol version and
+  client capabilities, the ``Mcp-Method`` / ``Mcp-Name`` headers must agree with the
+  body, and every rejection carries the transport's HTTP status (:data:`HTTP_STATUS`).
 - The handshake generation (``initialize``; ``2025-11-25``, ``2025-06-18``,
   ``2025-03-26``), served statelessly: any request works without a session.
 
@@ -107,15 +108,46 @@ def decode_header_value(value: str | None) -> str | None:
 
 
 def _error(request_id: Any, error: RpcError, modern: bool) -> Response:
+    """A JSON-RPC error: on the ``2026-07-28`` wire with the transport's HTTP status."""
     status = HTTP_STATUS.get(error.rpc_code, 200) if modern else 200
     message = {"jsonrpc": "2.0", "id": request_id, "error": rpc_error_body(error)}
     return status, dict(JSON_HEADERS), encode(message)
 
 
-def _version(headers: Mapping[str, str], params: dict[str, Any], method: str) -> tuple[str, bool]:
-    header = headers.get("mcp-protocol-version")
-    if header is None or header in t.version.HANDSHAKE_PROTOCOL_VERSIONS:
-        return header or DEFAULT_HANDSHAKE_VERSION, False
+def _framing_error(error: RpcError) -> Response:
+    """The message could not be read: 400 whatever the generation (none is known yet)."""
+    message = {"jsonrpc": "2.0", "id": None, "error": rpc_error_body(error)}
+    return 400, dict(JSON_HEADERS), encode(message)
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A request header's value without the optional whitespace around it (RFC 9110
+    §5.5: a field value excludes leading and trailing spaces and tabs)."""
+    value = headers.get(name)
+    return None if value is None else value.strip(" \t")
+
+
+def generation(headers: Mapping[str, str]) -> tuple[str, bool]:
+    """The protocol version and whether it is the ``2026-07-28`` generation, from the
+    ``MCP-Protocol-Version`` header alone: known before anything else is checked, so
+    every rejection that follows is answered the way its generation requires."""
+    version = header(headers, "mcp-protocol-version")
+    if version is None or version in t.version.HANDSHAKE_PROTOCOL_VERSIONS:
+        return version or DEFAULT_HANDSHAKE_VERSION, False
+    return version, True
+
+
+def check_modern(headers: Mapping[str, str], params: dict[str, Any], method: str) -> None:
+    """A ``2026-07-28`` request names a version this server serves, and its ``_meta``
+    and routing headers agree with its body; else the transport's error (HTTP 400)."""
+    version = header(headers, "mcp-protocol-version")
+    if version != MODERN_VERSION:
+        # First, so a client of another revision learns what it can fall back to.
+        raise RpcError(
+            t.UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {"supported": [MODERN_VERSION], "requested": version},
+        )
     meta = params.get("_meta")
     if (
         not isinstance(meta, dict)
@@ -126,22 +158,15 @@ def _version(headers: Mapping[str, str], params: dict[str, Any], method: str) ->
             t.INVALID_PARAMS,
             "params._meta must carry the protocol version and client capabilities",
         )
-    if meta[t.PROTOCOL_VERSION_META_KEY] != header:
+    if meta[t.PROTOCOL_VERSION_META_KEY] != version:
         raise RpcError(t.HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta")
-    if headers.get("mcp-method") != method:
+    if header(headers, "mcp-method") != method:
         raise RpcError(t.HEADER_MISMATCH, "Mcp-Method header does not match the request method")
     name_key = NAME_PARAM.get(method)
-    if name_key is not None and decode_header_value(headers.get("mcp-name")) != params.get(
+    if name_key is not None and decode_header_value(header(headers, "mcp-name")) != params.get(
         name_key
     ):
         raise RpcError(t.HEADER_MISMATCH, f"Mcp-Name header does not match params.{name_key}")
-    if header != MODERN_VERSION:
-        raise RpcError(
-            t.UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-            {"supported": [MODERN_VERSION], "requested": header},
-        )
-    return header, True
 
 
 class Dispatcher:
@@ -154,13 +179,13 @@ class Dispatcher:
     def handle(self, headers: Mapping[str, str], body: bytes, context: Any = None) -> Response:
         content_type = headers.get("content-type", "")
         if not content_type.lower().startswith("application/json"):
-            return _error(
-                None, RpcError(t.INVALID_REQUEST, "Content-Type must be application/json"), True
+            return _framing_error(
+                RpcError(t.INVALID_REQUEST, "Content-Type must be application/json")
             )
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
-            return _error(None, RpcError(t.PARSE_ERROR, "Parse error"), True)
+            return _framing_error(RpcError(t.PARSE_ERROR, "Parse error"))
         if (
             isinstance(message, dict)
             and "id" not in message
@@ -170,15 +195,14 @@ class Dispatcher:
         try:
             envelope = t.JSONRPCRequest.model_validate(message)
         except ValidationError:
-            return _error(
-                None,
-                RpcError(t.INVALID_REQUEST, "Body must be a single JSON-RPC request object"),
-                True,
+            return _framing_error(
+                RpcError(t.INVALID_REQUEST, "Body must be a single JSON-RPC request object")
             )
         params = envelope.params or {}
-        modern = False
+        version, modern = generation(headers)
         try:
-            version, modern = _version(headers, params, envelope.method)
+            if modern:
+                check_modern(headers, params, envelope.method)
             request = Request(envelope.id, envelope.method, params, version, modern, headers)
             result = self._dispatch(request, context)
             return 200, dict(JSON_HEADERS), request.encode_result(result)
@@ -199,9 +223,18 @@ class Dispatcher:
         return handler(request, context)
 
     def capabilities(self) -> dict[str, Any]:
+        """What the method table serves, and nothing it does not (no list-changed
+        notifications, no subscriptions: there is no stream to send them on)."""
+        offered = {
+            "tools": ("tools/list", {"listChanged": False}),
+            "resources": ("resources/list", {"listChanged": False, "subscribe": False}),
+            "prompts": ("prompts/list", {"listChanged": False}),
+            "completions": ("completion/complete", {}),
+        }
         return {
-            "tools": {"listChanged": False},
-            "resources": {"listChanged": False, "subscribe": False},
+            name: capability
+            for name, (method, capability) in offered.items()
+            if method in self.handlers
         }
 
     def _initialize(self, request: Request) -> dict[str, Any]:

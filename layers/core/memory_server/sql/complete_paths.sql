@@ -1,0 +1,20 @@
+-- Completion values: the distinct paths visible from the listening context in each
+-- requested range (an owner, a kind, and [low, high) of paths), up to a limit per
+-- range, each range walking the listing index in path order. With skill_folders,
+-- only skill folders' SKILL.md files count (prompt names).
+SELECT r.owner_id, r.kind, p.path
+FROM unnest(%(range_owners)s::uuid[], %(range_kinds)s::text[],
+            %(range_lows)s::text[], %(range_highs)s::text[]) AS r (owner_id, kind, low, high)
+CROSS JOIN LATERAL (
+    SELECT DISTINCT m.path
+    FROM memory.memories AS m
+    WHERE m.workspace_id = %(workspace_id)s
+      AND m.owner_id = ANY (%(owners)s)
+      AND m.owner_id = r.owner_id
+      AND m.context_key = ANY (%(contexts)s)
+      AND m.kind = r.kind
+      AND m.path >= r.low AND m.path < r.high
+      AND (NOT %(skill_folders)s OR m.path ~ '^[^/]+/SKILL\.md$')
+    ORDER BY m.path
+    LIMIT %(limit)s
+) AS p
