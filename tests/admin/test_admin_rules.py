@@ -150,9 +150,13 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
     other = world.workspace()
     carol = other.person("carol")
     adopt = call(
-        admin_service, other.slug, "PUT", f"/members/{key['client_id']}", carol,
+        admin_service,
+        other.slug,
+        "PUT",
+        f"/members/{key['client_id']}",
+        carol,
         body={"grants": ["read"]},
-    )  # fmt: skip
+    )
     assert adopt.status == 404  # the answer for an identity that does not exist
     steal = call(admin_service, other.slug, "DELETE", f"/agent-keys/{key['client_id']}", carol)
     assert steal.status == 404 and key["client_id"] in directory.clients
@@ -175,9 +179,13 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
         == 404
     )
     readd = call(
-        admin_service, ws.slug, "PUT", f"/members/{key['client_id']}", alice,
+        admin_service,
+        ws.slug,
+        "PUT",
+        f"/members/{key['client_id']}",
+        alice,
         body={"grants": ["read"]},
-    )  # fmt: skip
+    )
     assert readd.status == 404  # a revoked key never comes back
 
 

@@ -156,9 +156,9 @@ def test_writing_needs_reading() -> None:
     assert effective_grants(["memory/write.shared"], everything) == set()
     assert effective_grants(["memory/write.personal", "memory/delete"], everything) == set()
     assert effective_grants(["memory/write.shared", "memory/admin"], everything) == {"admin"}
-    assert effective_grants(
-        ["memory/read", "memory/write.shared"], ["write:shared", "admin"]
-    ) == set()  # the membership lacks read
+    assert (
+        effective_grants(["memory/read", "memory/write.shared"], ["write:shared", "admin"]) == set()
+    )  # the membership lacks read
 
 
 def test_cursors_are_bound_signed_and_expire() -> None:
