@@ -240,7 +240,8 @@ class Database:
     def resolve(self, deadline: Deadline, name: str, params: dict[str, Any]) -> Row | None:
         """The first row of one statement run before any caller exists (resolving the
         caller): a read-only transaction whose statement timeout is the deadline's,
-        ``BEGIN``, the timeout, the statement and ``COMMIT`` in one round trip."""
+        ``BEGIN``, the timeout, the statement and ``COMMIT`` in one round trip. Waiting
+        for a pooled connection counts against the deadline too."""
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
@@ -249,17 +250,6 @@ class Database:
                 found = sql_files.cursor(conn, name, params)
                 conn.execute(_COMMIT)
             return found.fetchone()
-
-    @contextmanager
-    def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:
-        """A plain autocommit connection, for one statement outside a request
-        transaction (resolving the caller before settings exist).
-
-        With a deadline, waiting for a pooled connection counts against it too.
-        """
-        timeout = deadline.remaining_ms() / 1000 if deadline is not None else None
-        with translate_errors(), self._checked_out(timeout) as conn:
-            yield conn
 
 
 # Raised by memory.lock_membership() (migration 0012): the caller's membership is gone.
