@@ -4,7 +4,10 @@ calls through the API Gateway emulator, tokens from the local issuer, and the
 database inspected from outside as the owner.
 
 Every test works in a workspace of its own (``hard-{run id}``), so nothing here
-depends on or disturbs the demo tenants the other proofs use.
+depends on or disturbs the demo tenants the other proofs use. Nothing depends on
+the emulated user pool either (other packages reset moto's state): subjects are
+fresh ids, tokens are minted for the people client the demo tokens name, and the
+admin API's agent keys go to an in-memory directory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 from memory_local.dev import DevStack
 from memory_server.admin import operators
 
-from tests.proof.support import HANDSHAKE, LEAK, Inspector, assert_no_leak
+from tests.proof.support import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
 
 ALL_SCOPES = [
     "memory/read",
@@ -52,12 +55,9 @@ class Tenant:
 
     def token(self, who: Person, scopes: list[str] = ALL_SCOPES) -> str:
         issuer = self.stack.gateway.local_issuer  # type: ignore[union-attr]
-        assert issuer is not None and self.stack.aws is not None
+        assert issuer is not None
         return issuer.issue_access_token(
-            sub=who.subject,
-            client_id=self.stack.aws.provisioned.people_client_id,
-            scopes=scopes,
-            username=who.name,
+            sub=who.subject, client_id=people_client(self.stack), scopes=scopes, username=who.name
         )
 
     @property
@@ -109,8 +109,7 @@ class Tenant:
 
 
 def _person(stack: DevStack, owner: psycopg.Connection, slug: str, name: str) -> Person:
-    assert stack.aws is not None
-    subject = stack.aws.create_user(f"{name}-{slug}")
+    subject = str(uuid.uuid4())  # a Cognito sub's form
     principal = operators.ensure_principal(owner, "person", subject, f"{name}-{slug}")
     return Person(f"{name}-{slug}", subject, str(principal))
 
@@ -429,20 +428,22 @@ def test_a_replay_is_bound_to_its_context_and_checks_the_grants_first(
 
 
 def test_revoked_or_foreign_agent_keys_reach_nothing_whatever_the_membership_rows_say(
-    tenant: Tenant, inspector: Inspector, run_id: str
+    tenant: Tenant, inspector: Inspector, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = tenant
     tag = uuid.uuid4().hex[:8]
+    assert t.stack.app is not None and t.stack.gateway is not None
+    monkeypatch.setattr(t.stack.app.service.admin, "directory", Directory())
     with t.admin(t.token(t.alice)) as admin:
         made = admin.post("/agent-keys", json={"name": f"bot-{tag}", "scopes": ["memory/read"]})
     assert made.status_code == 201, made.text
     key = made.json()
-    issued = httpx2.post(
-        f"{t.api}/oauth2/token",
-        data={"grant_type": "client_credentials"},
-        auth=(key["client_id"], key["client_secret"]),
+    # The key's client-credentials token, as the pool would issue it (sub = client id).
+    issuer = t.stack.gateway.local_issuer
+    assert issuer is not None
+    bot = issuer.issue_access_token(
+        sub=key["client_id"], client_id=key["client_id"], scopes=["memory/read"]
     )
-    bot = issued.json()["access_token"]
     assert t.tool(bot, "memory_list")[1] is None
     principal = _rows(
         t.owner, "SELECT id FROM memory.principals WHERE subject = %s", key["client_id"]
