@@ -6,9 +6,9 @@ Two kinds of command:
   ``export``, ``import``): HTTP calls with an access token, exactly what any client
   of the admin API or the MCP endpoint could do (``--url``, ``--workspace``,
   ``--token``; or ``--as NAME`` for a token from ``.dev/endpoint.json``);
-- **operator** (``workspaces``, ``erase``): the owner role's database URL
-  (``--database-url``, else ``database_url`` from the endpoint file), plus the user
-  pool when one is configured (app clients to delete, people to sign out).
+- **operator** (``workspaces``, ``identities``, ``erase``): the owner role's database
+  URL (``--database-url``, else ``database_url`` from the endpoint file), plus the
+  user pool when one is configured (app clients to delete, people to sign out).
 
 ``--json`` prints one JSON document on stdout for scripts; otherwise tables for
 people. Long work (export, import) shows a progress bar on stderr. Exit codes: 0
@@ -56,11 +56,13 @@ members_app = typer.Typer(help="Members and their grants.", no_args_is_help=True
 keys_app = typer.Typer(help="Agent keys (client-credentials app clients).", no_args_is_help=True)
 contexts_app = typer.Typer(help="Private channels and DMs.", no_args_is_help=True)
 workspaces_app = typer.Typer(help="Operator: workspaces (owner role).", no_args_is_help=True)
+identities_app = typer.Typer(help="Operator: identities (owner role).", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(members_app, name="members")
 app.add_typer(keys_app, name="keys")
 app.add_typer(contexts_app, name="contexts")
 app.add_typer(workspaces_app, name="workspaces")
+app.add_typer(identities_app, name="identities")
 
 out = Console()
 err = Console(stderr=True)
@@ -349,22 +351,17 @@ def members_set(
     grant: Annotated[
         list[str] | None, typer.Option("--grant", "-g", help=f"One of {', '.join(ALL_GRANTS)}")
     ] = None,
-    kind: Annotated[str | None, typer.Option(help="person or service (new identities)")] = None,
-    handle: Annotated[str | None, typer.Option(help="Display name (new identities)")] = None,
     personal_namespace: Annotated[
         bool | None, typer.Option("--personal-namespace/--no-personal-namespace")
     ] = None,
 ) -> None:
-    """Add a member or change its grants (the grants given replace the old ones)."""
+    """Add a member or change its grants (the grants given replace the old ones).
+
+    The identity must be known to the service (``memoryctl identities add``)."""
     settings = _settings(ctx)
     body: dict[str, Any] = {"grants": grant or []}
-    for name, value in (
-        ("kind", kind),
-        ("handle", handle),
-        ("personal_namespace", personal_namespace),
-    ):
-        if value is not None:
-            body[name] = value
+    if personal_namespace is not None:
+        body["personal_namespace"] = personal_namespace
     member = AdminClient(settings).request("PUT", f"/members/{quote(subject, safe='')}", body)
     emit(settings, member, None)
 
@@ -539,7 +536,7 @@ def export_command(
     if private is None:
         err.print(
             "[yellow]note:[/yellow] not an admin here, so which contexts are private is "
-            "unknown; import will treat none as private"
+            "unknown; import will bring other contexts only where they are registered"
         )
     tools = HttpTools(settings)
     with progress_bar(settings, "exporting") as update:
@@ -664,6 +661,25 @@ def workspaces_delete(
     with owner_connection(settings) as owner:
         gone = operators.delete_workspace(owner, slug, directory=settings.directory())
     emit(settings, gone.to_dict())
+
+
+@identities_app.command("add")
+def identities_add(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="Cognito sub or app client id")],
+    handle: Annotated[str, typer.Option(help="Display name, shown in every workspace")],
+    kind: Annotated[str, typer.Option(help="person or service")] = "person",
+) -> None:
+    """Make an identity known to the service (unchanged if it is), so that workspace
+    admins can add it as a member."""
+    settings = _settings(ctx)
+    if kind not in ("person", "service"):
+        raise Failure("--kind must be person or service")
+    with owner_connection(settings) as owner:
+        principal = operators.ensure_principal(
+            owner, "person" if kind == "person" else "service", subject, handle
+        )
+    emit(settings, {"subject": subject, "principal_id": str(principal)})
 
 
 @app.command()

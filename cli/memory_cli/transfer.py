@@ -21,7 +21,9 @@ case it was, so import restores the content byte for byte.
 contexts were registered private (known when the exporter could read the admin
 API's context list; ``null`` otherwise). Import never puts a private context's
 records where that context is not registered: it would be an open channel there,
-heard by every member. Such records are skipped until an admin registers it.
+heard by every member. Such records are skipped until an admin registers it; so are
+the records of every context but the workspace when the export does not say which
+were private.
 
 Import is conditional and idempotent: a record whose address (from its context)
 holds the same content is unchanged; a free address is created; anything else is
@@ -302,16 +304,18 @@ def import_folder(
     still resolves (to the workspace's record), so creating the channel's copy
     after the workspace's would look like a conflict. ``registered``: the target's
     registered contexts, when known; a record of a context that was private in the
-    export is imported only into a context registered in the target.
+    export, or of any context but the workspace when the export does not know which
+    were private, is imported only into a context registered in the target.
     """
     files = load_folder(folder)
     files.sort(key=lambda f: (-_depth(f[1]["context"]), f[1]["context"], f[1]["uri"]))
-    private = set(private_in_export(folder) or [])
+    known = private_in_export(folder)
     target = set(registered or [])
     report = ImportReport()
     for done, (name, meta, content) in enumerate(files, 1):
         gate = _gate(str(meta["context"]))
-        if gate in private and gate not in target:
+        reason = _held_back(gate, None if known is None else set(known), target)
+        if reason is not None:
             report.files.append(
                 ImportedFile(
                     name,
@@ -319,7 +323,7 @@ def import_folder(
                     str(meta["context"]),
                     "skipped",
                     source_id=meta.get("id"),
-                    reason=f"{gate} was private in the export and is not registered here",
+                    reason=reason,
                 )
             )
         else:
@@ -327,6 +331,23 @@ def import_folder(
         if progress is not None:
             progress(done, len(files))
     return report
+
+
+def _held_back(gate: str, private: set[str] | None, registered: set[str]) -> str | None:
+    """Why a record heard through ``gate`` must not be imported here, if it must not.
+
+    Only where the target registers ``gate`` is it heard by exactly the members an
+    admin chose; anywhere else it is an open channel. So a context that was private
+    in the export, or whose privacy the export does not know (the exporter could not
+    read the registry), goes only into a registered context.
+    """
+    if gate == WORKSPACE or gate in registered:
+        return None
+    if private is None:
+        return f"whether {gate} was private is not in the export; register it here first"
+    if gate in private:
+        return f"{gate} was private in the export and is not registered here"
+    return None
 
 
 def _import_one(tools: ToolCaller, name: str, meta: dict[str, Any], content: str) -> ImportedFile:

@@ -261,17 +261,26 @@ def _operator_task(
     owner: psycopg.Connection[Any], task: str, event: Mapping[str, Any]
 ) -> dict[str, Any]:
     if task == "create_workspace":
-        # Idempotent, as it always was here: an existing workspace is kept, and its
-        # memory feature set as asked (off unless the event says otherwise).
+        # Idempotent: an existing workspace is kept as it is. Its memory feature
+        # changes only when the event names memory_enabled (a re-run without it must
+        # not turn the feature off under its members); a new one starts off unless
+        # the event says otherwise.
+        wanted = event.get("memory_enabled")
         workspace = operators.ensure_workspace(
-            owner, event["workspace"], memory_enabled=bool(event.get("memory_enabled", False))
+            owner, event["workspace"], memory_enabled=bool(wanted)
         )
-        operators.set_memory_enabled(owner, workspace, bool(event.get("memory_enabled", False)))
+        if wanted is not None:
+            operators.set_memory_enabled(owner, workspace, bool(wanted))
         return {"ok": True, "workspace_id": str(workspace)}
     if task == "set_memory_enabled":
         workspace = operators.workspace_id(owner, event["workspace"])
         operators.set_memory_enabled(owner, workspace, bool(event["enabled"]))
         return {"ok": True, "workspace_id": str(workspace)}
+    if task == "add_identity":  # known to the service, so workspace admins can add it
+        principal = operators.ensure_principal(
+            owner, event["kind"], event["subject"], event["handle"]
+        )
+        return {"ok": True, "principal_id": str(principal)}
     if task == "add_member":
         workspace = operators.workspace_id(owner, event["workspace"])
         principal = operators.ensure_principal(

@@ -56,8 +56,9 @@ class Case:
     bad: tuple[str, Any, str, str] | None = None  # (path suffix or "", body, query, field)
 
 
-def _new_subject() -> str:
-    return f"sub-{uuid.uuid4().hex[:12]}"
+def _known_identity(t: Tenants, service: Any) -> None:
+    """A person the service knows (the operator made them) but this workspace does not."""
+    t.ws.__dict__["new"] = t.other.person("dave").subject
 
 
 def _make_key(t: Tenants, service: Any) -> None:
@@ -99,10 +100,11 @@ CASES: dict[str, Case] = {
     "putMember": Case(
         "PUT",
         "/members/{subject}",
-        lambda t, s: f"/members/{t.ws.__dict__.setdefault('new', _new_subject())}",
+        lambda t, s: f"/members/{t.ws.__dict__['new']}",
         status=201,
-        body={"grants": ["read"], "kind": "person", "handle": "dave"},
+        body={"grants": ["read"]},
         operation="member.add",
+        setup=_known_identity,
         bad=("", {"grants": ["fly"], "extra": 1}, "", "grants.0"),
     ),
     "removeMember": Case(

@@ -7,6 +7,7 @@ import uuid
 
 import psycopg
 import pytest
+from memory_server.admin import operators
 from memory_server.caller import Deadline
 from memory_server.contexts import parse_context
 from memory_server.db import request_settings
@@ -45,7 +46,9 @@ def test_the_last_admin_cannot_be_removed_or_demoted(ws, admin_service) -> None:
     assert call(admin_service, ws.slug, "GET", "/members", alice).status == 404
 
 
-def test_identities_keep_their_kind_and_people_their_namespace(ws, world, admin_service) -> None:  # type: ignore[no-untyped-def]
+def test_admins_add_known_identities_and_people_keep_their_namespace(
+    ws, world, owner, admin_service
+) -> None:  # type: ignore[no-untyped-def]
     alice = ws.person("alice")
     elsewhere = world.workspace().person("erin")  # a person known to the service
     added = call(
@@ -55,18 +58,9 @@ def test_identities_keep_their_kind_and_people_their_namespace(ws, world, admin_
         f"/members/{elsewhere.subject}",
         alice,
         body={"grants": ["read"]},
-    )  # no kind/handle needed for a known identity
+    )
     assert added.status == 201
     assert added.body["handle"] == "erin" and added.body["personal_namespace"] is True
-    wrong_kind = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/{elsewhere.subject}",
-        alice,
-        body={"grants": ["read"], "kind": "service"},
-    )
-    assert wrong_kind.status == 422 and wrong_kind.body["problems"][0]["field"] == "kind"
     no_namespace = call(
         admin_service,
         ws.slug,
@@ -76,40 +70,29 @@ def test_identities_keep_their_kind_and_people_their_namespace(ws, world, admin_
         body={"grants": ["read"], "personal_namespace": False},
     )
     assert no_namespace.body["problems"][0]["field"] == "personal_namespace"
-    unknown = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/new-{uuid.uuid4().hex[:8]}",
-        alice,
-        body={"grants": ["read"]},
-    )
-    assert unknown.status == 422 and unknown.body["problems"][0]["field"] == "handle"
-    # A handle given for a known identity changes nothing about it.
+    # Admins name no kind or handle: identities are global, made by an operator.
     renamed = call(
         admin_service,
         ws.slug,
         "PUT",
         f"/members/{elsewhere.subject}",
         alice,
-        body={"grants": ["read", "write:personal"], "handle": "mallory", "kind": "person"},
+        body={"grants": ["read"], "handle": "mallory", "kind": "service"},
     )
-    assert renamed.status == 200 and renamed.body["handle"] == "erin"
+    assert renamed.status == 422
+    assert {p["field"] for p in renamed.body["problems"]} == {"handle", "kind"}
     # A service gets a personal namespace only when asked.
+    subject = f"svc-{uuid.uuid4().hex[:8]}"
+    operators.ensure_principal(owner, "service", subject, "indexer")
     service = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/svc-{uuid.uuid4().hex[:8]}",
-        alice,
-        body={"grants": ["read"], "kind": "service", "handle": "indexer"},
+        admin_service, ws.slug, "PUT", f"/members/{subject}", alice, body={"grants": ["read"]}
     )
     assert service.status == 201 and service.body["personal_namespace"] is False
     assigned = call(
         admin_service,
         ws.slug,
         "PUT",
-        f"/members/{service.body['subject']}",
+        f"/members/{subject}",
         alice,
         body={"grants": ["read"], "personal_namespace": True},
     )
@@ -172,9 +155,9 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
         "PUT",
         f"/members/{key['client_id']}",
         carol,
-        body={"grants": ["read"], "kind": "service", "handle": "ci"},
+        body={"grants": ["read"]},
     )
-    assert adopt.status == 409
+    assert adopt.status == 404  # the answer for an identity that does not exist
     steal = call(admin_service, other.slug, "DELETE", f"/agent-keys/{key['client_id']}", carol)
     assert steal.status == 404 and key["client_id"] in directory.clients
     # Revocation: app client deleted, membership gone, so its tokens resolve to nothing.
@@ -201,9 +184,9 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
         "PUT",
         f"/members/{key['client_id']}",
         alice,
-        body={"grants": ["read"], "kind": "service", "handle": "ci"},
+        body={"grants": ["read"]},
     )
-    assert readd.status == 409  # a revoked key never comes back
+    assert readd.status == 404  # a revoked key never comes back
 
 
 def test_a_key_never_has_more_than_its_creators_effective_grants(
@@ -344,16 +327,27 @@ def test_contexts_take_members_only_and_gate_the_mcp_endpoint(ws, admin_service)
 
 
 def test_context_usage_lists_contexts_holding_records(ws, admin_service) -> None:  # type: ignore[no-untyped-def]
-    alice = ws.person("alice")
+    """Shared records only, and no private context the admin is not in (item 1 of the
+    hardening: an admin learns nothing about members' personal records)."""
+    alice, bob = ws.person("alice"), ws.person("bob", ("read", "write:personal", "write:shared"))
     ws.agent(alice, "channel:eng").write(
         uri="memory://workspace/notes/a.md", content="a", expected_revision=0
     )
+    ws.agent(alice).write(uri="memory://workspace/notes/w.md", content="w", expected_revision=0)
     ws.agent(alice).write(uri="memory://me/notes/b.md", content="b", expected_revision=0)
+    ws.agent(bob).write(uri="memory://me/notes/c.md", content="c", expected_revision=0)
+    ws.register("channel:bobs", bob)
+    ws.agent(bob, "channel:bobs/thread:t").write(
+        uri="memory://workspace/notes/d.md", content="d", expected_revision=0
+    )
     usage = call(admin_service, ws.slug, "GET", "/contexts", alice).body["in_use"]
     assert usage == [
         {"context": "channel:eng", "records": 1},
         {"context": "workspace", "records": 1},
     ]
+    ws.register("channel:bobs", bob, alice)  # now alice hears it: she sees its count
+    usage = call(admin_service, ws.slug, "GET", "/contexts", alice).body["in_use"]
+    assert {"context": "channel:bobs/thread:t", "records": 1} in usage
 
 
 def test_memory_off_closes_mcp_but_not_admin(world, admin_service) -> None:  # type: ignore[no-untyped-def]
@@ -404,7 +398,7 @@ def test_the_database_refuses_admin_functions_without_the_grant(ws, cluster) -> 
     caller = ws.caller(bob)
     with psycopg.connect(cluster.runtime_url) as conn:
         for statement, params in [
-            ("SELECT * FROM memory.admin_principal('person', 'x', 'x')", ()),
+            ("SELECT * FROM memory.admin_joinable_principal('x')", ()),
             ("SELECT memory.admin_create_agent_key('x', 'x', '{}')", ()),
             ("SELECT memory.admin_revoke_agent_key('x')", ()),
         ]:

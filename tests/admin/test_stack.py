@@ -320,21 +320,11 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
 
     # Erasure of a person, with the pool told too.
     erin_sub, erin = person(stack, f"erin-{tag}")
-    memoryctl(
-        stack,
-        *ws,
-        "members",
-        "set",
-        erin_sub,
-        "-g",
-        "read",
-        "-g",
-        "write:personal",
-        "--kind",
-        "person",
-        "--handle",
-        f"erin-{tag}",
-    )
+    # New to the service: the operator makes the identity, then the admin adds it.
+    refused = memoryctl(stack, *ws, "members", "set", erin_sub, "-g", "read", check=False)
+    assert refused.returncode == 1 and "404" in refused.stderr
+    memoryctl(stack, "identities", "add", erin_sub, "--handle", f"erin-{tag}")
+    memoryctl(stack, *ws, "members", "set", erin_sub, "-g", "read", "-g", "write:personal")
     write(stack, erin, source, "workspace", "memory://me/notes/private.md", f"ERIN-{tag}")
     assert mcp_status(stack, erin, source) == 200
     refused = memoryctl(stack, "erase", erin_sub, check=False)

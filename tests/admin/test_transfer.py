@@ -247,3 +247,45 @@ def test_contexts_the_principal_cannot_hear_are_skipped_and_reported(
     other.register("channel:leads", carol)
     done = transfer.import_folder(tools, tmp_path, registered=["channel:leads"])
     assert [f.outcome for f in done.files] == ["created"]
+
+
+def test_an_export_that_does_not_know_what_was_private_opens_no_context(
+    world, admin_service, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A member who is not an admin exports without knowing which contexts were
+    private (``private_contexts: null``); importing that must not turn any of them into
+    an open channel: only the workspace's records, and contexts the target registers,
+    are imported."""
+    ws = world.workspace()
+    alice, bob = ws.person("alice"), ws.person("bob", ("read", "write:shared"))
+    ws.register("channel:leads", alice, bob)
+    ws.agent(bob, "channel:leads").write(
+        uri="memory://workspace/notes/l.md", content="leads only", expected_revision=0
+    )
+    ws.agent(bob, "channel:eng").write(
+        uri="memory://workspace/notes/e.md", content="eng", expected_revision=0
+    )
+    ws.agent(bob).write(uri="memory://workspace/notes/w.md", content="all", expected_revision=0)
+    transfer.export_namespace(
+        ServiceTools(admin_service, ws, bob),
+        "workspace",
+        tmp_path,
+        ["channel:leads", "channel:eng"],
+        private_contexts=None,
+    )
+    assert transfer.private_in_export(tmp_path) is None
+    other = world.workspace()
+    carol = other.person("carol")
+    tools = ServiceTools(admin_service, other, carol)
+    first = transfer.import_folder(tools, tmp_path, registered=[])
+    outcomes = {f.context: (f.outcome, f.reason) for f in first.files}
+    assert outcomes["workspace"] == ("created", None)
+    for held in ("channel:leads", "channel:eng"):
+        assert outcomes[held][0] == "skipped" and "register it here" in str(outcomes[held][1])
+    other.register("channel:leads", carol)
+    second = transfer.import_folder(tools, tmp_path, registered=["channel:leads"])
+    assert {f.context: f.outcome for f in second.files} == {
+        "workspace": "unchanged",
+        "channel:leads": "created",
+        "channel:eng": "skipped",
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -12,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.conftest import Cluster
 
-PROXY_URL = "postgresql://memory_runtime@proxy.example.internal:5432/memory?sslmode=require"
+PROXY_URL = "postgresql://memory_runtime@proxy.example.internal:5432/memory?sslmode=verify-full"
 
 
 class Signer:
@@ -41,18 +42,33 @@ def test_with_iam_auth_each_connection_signs_a_new_token() -> None:
     first, second = conninfo_to_dict(conninfo()), conninfo_to_dict(conninfo())
     assert (first["password"], second["password"]) == ("token-1", "token-2")
     assert first["host"] == "proxy.example.internal" and first["user"] == "memory_runtime"
-    assert first["dbname"] == "memory" and first["sslmode"] == "require"
+    assert first["dbname"] == "memory" and first["sslmode"] == "verify-full"
     assert signer.calls == [("proxy.example.internal", 5432, "memory_runtime")] * 2
 
 
-def test_iam_auth_defaults_to_tls_and_refuses_clear_text() -> None:
+def test_iam_auth_verifies_the_proxy_and_refuses_anything_less() -> None:
+    """The token only travels over TLS that checks the proxy's certificate and name
+    (verify-full) against the Amazon roots shipped in the layer."""
     url = "postgresql://memory_runtime@proxy.example.internal/memory"
     conninfo = aws_config.database_conninfo(
         {"DATABASE_URL": url, "DB_IAM_AUTH": "1"}, signer=Signer()
     )
-    assert conninfo_to_dict(aws_config.resolve(conninfo))["sslmode"] == "require"
-    for bad in ("?sslmode=disable", "?sslmode=prefer"):
-        with pytest.raises(aws_config.ConfigurationError, match="TLS"):
+    params = conninfo_to_dict(aws_config.resolve(conninfo))
+    assert params["sslmode"] == "verify-full"
+    bundle = Path(str(params["sslrootcert"]))
+    assert bundle == Path(aws_config.proxy_root_certificates()) and bundle.is_file()
+    pem = bundle.read_text()
+    assert pem.count("-----BEGIN CERTIFICATE-----") == 4
+    assert all(f"# Amazon Root CA {n}\n" in pem for n in range(1, 5))
+    own = aws_config.database_conninfo(
+        {"DATABASE_URL": url + "?sslrootcert=/opt/rds/global-bundle.pem", "DB_IAM_AUTH": "1"},
+        signer=Signer(),
+    )
+    assert conninfo_to_dict(aws_config.resolve(own))["sslrootcert"] == (
+        "/opt/rds/global-bundle.pem"
+    )
+    for bad in ("?sslmode=disable", "?sslmode=prefer", "?sslmode=require", "?sslmode=verify-ca"):
+        with pytest.raises(aws_config.ConfigurationError, match="verify-full"):
             aws_config.database_conninfo({"DATABASE_URL": url + bad, "DB_IAM_AUTH": "true"})
     with pytest.raises(aws_config.ConfigurationError, match="password"):
         aws_config.database_conninfo(
@@ -92,3 +108,30 @@ def test_the_pool_takes_the_callable_and_reconnects_with_a_fresh_token(cluster: 
         assert len(signer.calls) >= 2
     finally:
         db.close()
+
+
+def test_the_cursor_key_comes_from_secrets_manager_once() -> None:
+    """With CURSOR_SECRET_ARN the key is read from Secrets Manager (moto), once per
+    process and version; it is never in the function's environment."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = client.create_secret(Name="cursor", SecretString="k" * 64)["ARN"]
+        env = {"CURSOR_SECRET_ARN": arn}
+        calls: list[dict[str, str]] = []
+
+        class Counting:
+            def get_secret_value(self, **request: str) -> dict[str, str]:
+                calls.append(request)
+                return dict(client.get_secret_value(**request))
+
+        assert aws_config.cursor_secret(env, client=Counting()) == "k" * 64
+        assert aws_config.cursor_secret(env, client=Counting()) == "k" * 64
+        assert calls == [{"SecretId": arn}]
+        rotated = client.put_secret_value(SecretId=arn, SecretString="r" * 64)["VersionId"]
+        pinned = {**env, "CURSOR_SECRET_VERSION_ID": rotated}
+        assert aws_config.cursor_secret(pinned, client=Counting()) == "r" * 64
+        assert calls[-1] == {"SecretId": arn, "VersionId": rotated}
+    assert aws_config.cursor_secret({"CURSOR_SECRET": "local" * 8}) == "local" * 8

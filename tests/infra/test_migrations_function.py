@@ -335,6 +335,48 @@ def test_operator_tasks_run_as_the_owner(cluster: Cluster) -> None:
         app.handle_operator({"operator": "drop_everything"}, env=env, secrets=fake)
 
 
+def test_create_workspace_keeps_an_existing_workspaces_memory_feature(cluster: Cluster) -> None:
+    """Re-running create_workspace (it is idempotent) without memory_enabled must not
+    turn the feature off under the workspace's members."""
+    env = function_env(cluster.admin_url)
+    fake = role_secrets(cluster.passwords)
+    slug = f"keep-{uuid.uuid4().hex[:10]}"
+
+    def enabled() -> bool:
+        with psycopg.connect(cluster.owner_url) as owner:
+            row = owner.execute(
+                "SELECT memory_enabled FROM memory.workspaces WHERE slug = %s", (slug,)
+            ).fetchone()
+        assert row is not None
+        return bool(row[0])
+
+    app.handle_operator(
+        {"operator": "create_workspace", "workspace": slug, "memory_enabled": True},
+        env=env,
+        secrets=fake,
+    )
+    assert enabled()
+    again = app.handle_operator(
+        {"operator": "create_workspace", "workspace": slug}, env=env, secrets=fake
+    )
+    assert again["ok"] and enabled()
+    app.handle_operator(
+        {"operator": "create_workspace", "workspace": slug, "memory_enabled": False},
+        env=env,
+        secrets=fake,
+    )
+    assert not enabled()  # named: applied
+    made = app.handle_operator(
+        {"operator": "add_identity", "kind": "person", "subject": f"sub-{slug}", "handle": "ann"},
+        env=env,
+        secrets=fake,
+    )
+    with psycopg.connect(cluster.owner_url) as owner:
+        assert owner.execute(
+            "SELECT handle FROM memory.principals WHERE id = %s", (made["principal_id"],)
+        ).fetchone() == ("ann",)
+
+
 # -- against an Aurora-like administrator --------------------------------------------
 
 

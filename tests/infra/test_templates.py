@@ -241,7 +241,9 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
         assert mcp[action] == [table]
     assert mcp["events:PutEvents"] == [bus] and sweeper["events:PutEvents"] == [bus]
     assert not [a for a in sweeper if a.startswith(("dynamodb:", "secretsmanager:"))]
-    assert not [a for a in mcp if a.startswith("secretsmanager:")]  # cursor key: deploy-time
+    # The cursor key, read at init: that one secret, nothing else of Secrets Manager.
+    assert [a for a in mcp if a.startswith("secretsmanager:")] == ["secretsmanager:GetSecretValue"]
+    assert mcp["secretsmanager:GetSecretValue"] == [{"Ref": "CursorSecret"}]
     management = _role_actions(transformed, "ManagementRole")
     signin = _role_actions(transformed, "AuthorizerRole")
     signin_table = {"Fn::GetAtt": ["SigninTable", "Arn"]}
@@ -338,8 +340,35 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
     assert env["DB_IAM_AUTH"] == "true"
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
     assert env["AUDIT_BUS_NAME"] == {"Ref": "AuditBus"}
-    assert "{{resolve:secretsmanager:${CursorSecret}" in json.dumps(env["CURSOR_SECRET"])
-    assert "sslmode=require" in env["DATABASE_URL"]["Fn::Sub"][0]
+    # The cursor key is not in the configuration: only where to read it.
+    assert env["CURSOR_SECRET_ARN"] == {"Ref": "CursorSecret"}
+    assert "CURSOR_SECRET" not in env and "resolve:secretsmanager" not in json.dumps(env)
+    sweeper = transformed["Resources"]["AuditSweeperFunction"]["Properties"]["Environment"]
+    for url in (env["DATABASE_URL"], sweeper["Variables"]["DATABASE_URL"]):
+        assert url["Fn::Sub"][0].endswith("?sslmode=verify-full")
+
+
+def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
+    """Unauthenticated metadata requests, admin calls and MCP calls do not share one
+    bucket: each route is throttled on its own."""
+    api = sam_template["Resources"]["HttpApi"]["Properties"]
+    routes = api["RouteSettings"]
+    assert set(routes) == {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"}
+    limits = {
+        key: (value["ThrottlingRateLimit"]["Ref"], value["ThrottlingBurstLimit"]["Ref"])
+        for key, value in routes.items()
+    }
+    assert len(set(limits.values())) == 3  # three parameter pairs, one per route
+    params = sam_template["Parameters"]
+    for rate, burst in limits.values():
+        assert params[rate]["Default"] <= params[burst]["Default"]
+    assert params[limits[f"GET {METADATA_PATH}"][0]]["Default"] < params["McpRateLimit"]["Default"]
+    # The routes the functions declare are exactly the keys throttled.
+    declared = {
+        f"{event['Properties']['Method']} {event['Properties']['Path']}"
+        for event in sam_template["Resources"]["McpFunction"]["Properties"]["Events"].values()
+    }
+    assert declared == set(routes)
 
 
 def test_functions_run_python_312_on_arm64_and_only_the_database_users_in_the_vpc(

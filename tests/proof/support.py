@@ -8,16 +8,18 @@ never as the runtime role the requests use, so the proofs observe it from outsid
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import re
 import string
 import threading
+import uuid
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -211,6 +213,35 @@ async def invoke(client: Any, tool: str, **arguments: Any) -> Result:
     text = "".join(getattr(block, "text", "") for block in result.content)
     assert json.loads(text) == structured, "text block and structuredContent differ"
     return Result(structured, text, bool(result.is_error))
+
+
+# -- identities without the emulated pool -----------------------------------------
+
+
+def people_client(stack: DevStack) -> str:
+    """The app client people's tokens name, as the gateway accepts it (read from a
+    demo token: the emulated pool itself may have been reset by another package)."""
+    payload = stack.info["tokens"]["alice"].split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return str(claims["client_id"])
+
+
+@dataclass
+class Directory:
+    """The user pool seam, in memory (``admin.identity.Directory``)."""
+
+    clients: dict[str, list[str]] = field(default_factory=dict)
+
+    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+        client_id = f"key{uuid.uuid4().hex[:20]}"
+        self.clients[client_id] = list(scopes)
+        return client_id, "secret-" + client_id
+
+    def delete_agent_client(self, client_id: str) -> bool:
+        return self.clients.pop(client_id, None) is not None
+
+    def sign_out_and_disable(self, subject: str) -> dict[str, bool]:
+        return {}
 
 
 # -- the database, from outside ----------------------------------------------------

@@ -142,7 +142,23 @@ def test_effective_grants_are_the_intersection() -> None:
     assert effective_grants(["memory/read", "memory/write.shared", "memory/admin"], ["read"]) == {
         "read"
     }
-    assert effective_grants(["openid", "memory/delete"], ["delete", "admin"]) == {"delete"}
+    assert effective_grants(["openid", "memory/admin"], ["delete", "admin"]) == {"admin"}
+    assert effective_grants(["memory/read", "memory/delete"], ["read", "delete"]) == {
+        "read",
+        "delete",
+    }
+
+
+def test_writing_needs_reading() -> None:
+    """A write or delete grant without read is dropped (the database would refuse the
+    row a write returns, and a change names the revision it read)."""
+    everything = ["read", "write:personal", "write:shared", "delete", "admin"]
+    assert effective_grants(["memory/write.shared"], everything) == set()
+    assert effective_grants(["memory/write.personal", "memory/delete"], everything) == set()
+    assert effective_grants(["memory/write.shared", "memory/admin"], everything) == {"admin"}
+    assert (
+        effective_grants(["memory/read", "memory/write.shared"], ["write:shared", "admin"]) == set()
+    )  # the membership lacks read
 
 
 def test_cursors_are_bound_signed_and_expire() -> None:

@@ -1,4 +1,5 @@
-"""Database connection settings that exist only in AWS: IAM authentication to RDS Proxy.
+"""Settings that exist only in AWS: IAM authentication to RDS Proxy, over TLS that
+verifies the proxy, and the cursor-signing key from Secrets Manager.
 
 In AWS the functions reach PostgreSQL through RDS Proxy with ``IAMAuth: REQUIRED``.
 ``DATABASE_URL`` then carries host, port, database and role but no password, and
@@ -10,7 +11,18 @@ fresh token per connection, which ``psycopg_pool.ConnectionPool`` accepts in pla
 a string: every reconnect (proxy idle timeout, SnapStart restore, pool growth) gets a
 valid token, never one baked into a snapshot or left over from cold start.
 
+The token is a bearer credential, so it only travels over TLS that verifies the
+server: ``sslmode=verify-full`` (no weaker mode is accepted) against
+``certs/amazon-root-ca.pem``, the Amazon Trust Services roots that RDS Proxy's
+certificates chain to, unless the URL names its own ``sslrootcert`` (for a direct
+connection to a cluster, the RDS bundle from
+https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem).
+
 Without ``DB_IAM_AUTH`` (local development, tests) the URL is returned unchanged.
+
+The cursor key: ``CURSOR_SECRET_ARN`` (and optionally ``CURSOR_SECRET_VERSION_ID``)
+names a Secrets Manager secret read once per process (at init, so SnapStart keeps
+it and no request waits for it); without it, ``CURSOR_SECRET`` (local runs, tests).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from functools import cache
+from importlib.resources import files
 from typing import Any
 
 import psycopg
@@ -25,14 +38,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 # Environment variables this module reads, beyond ``runtime.ENVIRONMENT``; the
 # template sets them and a test checks the names.
-ENVIRONMENT = ("DB_IAM_AUTH",)
+ENVIRONMENT = ("DB_IAM_AUTH", "CURSOR_SECRET_ARN", "CURSOR_SECRET_VERSION_ID")
 
 # Signs a token for (host, port, user).
 TokenSigner = Callable[[str, int, str], str]
 Conninfo = str | Callable[[], str]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
-_ENCRYPTED = frozenset({"require", "verify-ca", "verify-full"})
+VERIFIED = "verify-full"
+_SECRETS: dict[tuple[str, str | None], str] = {}
+
+
+def proxy_root_certificates() -> str:
+    """The path of the shipped CA file for RDS Proxy (Amazon Trust Services roots)."""
+    return str(files(__package__) / "certs" / "amazon-root-ca.pem")
 
 
 class ConfigurationError(RuntimeError):
@@ -72,17 +91,44 @@ def database_conninfo(
         raise ConfigurationError("DATABASE_URL must name the host and the user for IAM auth")
     if params.get("password"):
         raise ConfigurationError("DATABASE_URL must not carry a password when DB_IAM_AUTH is on")
-    sslmode = str(params.get("sslmode") or "require")
-    if sslmode not in _ENCRYPTED:
-        # The token is a bearer credential for 15 minutes: never send it in clear text.
-        raise ConfigurationError(f"IAM auth needs TLS; sslmode={sslmode} is not allowed")
+    sslmode = str(params.get("sslmode") or VERIFIED)
+    if sslmode != VERIFIED:
+        # The token is a bearer credential for 15 minutes: never sent in clear text,
+        # nor to a server whose certificate and name were not checked.
+        raise ConfigurationError(
+            f"IAM auth needs TLS that verifies the server; sslmode={sslmode} is not "
+            f"allowed (use {VERIFIED})"
+        )
+    rootcert = str(params.get("sslrootcert") or proxy_root_certificates())
     port = int(params.get("port") or 5432)
     sign = signer or rds_token_signer
 
     def conninfo() -> str:
-        return make_conninfo(url, password=sign(str(host), port, str(user)), sslmode=sslmode)
+        return make_conninfo(
+            url,
+            password=sign(str(host), port, str(user)),
+            sslmode=sslmode,
+            sslrootcert=rootcert,
+        )
 
     return conninfo
+
+
+def cursor_secret(env: Mapping[str, str] = os.environ, *, client: Any = None) -> str:
+    """The key that signs cursors: from Secrets Manager when ``CURSOR_SECRET_ARN`` is
+    set (read once per process and version), else ``CURSOR_SECRET``."""
+    arn = env.get("CURSOR_SECRET_ARN")
+    if not arn:
+        return env.get("CURSOR_SECRET", "")
+    version = env.get("CURSOR_SECRET_VERSION_ID") or None
+    if (arn, version) not in _SECRETS:
+        if client is None:
+            import boto3  # only in AWS
+
+            client = boto3.client("secretsmanager")
+        request = {"SecretId": arn, **({"VersionId": version} if version else {})}
+        _SECRETS[arn, version] = str(client.get_secret_value(**request)["SecretString"])
+    return _SECRETS[arn, version]
 
 
 def resolve(conninfo: Conninfo) -> str:

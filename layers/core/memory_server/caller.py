@@ -50,6 +50,10 @@ class Caller:
             and owner_id in self.visible_owners()
         )
 
+    def require_read(self) -> None:
+        if "read" not in self.grants:
+            raise ToolError("permission_denied", "this call needs the read grant")
+
     def require_write(self, namespace: Namespace) -> None:
         grant = write_grant(namespace)
         if grant not in self.grants:

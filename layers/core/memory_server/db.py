@@ -18,6 +18,7 @@ under ``sql/`` (the settings too); only transaction control is inline here.
 
 from __future__ import annotations
 
+import logging
 import select
 import time
 import weakref
@@ -37,6 +38,7 @@ from .errors import ToolError
 from .grants import sorted_grants
 from .sql_files import Row
 
+logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[dict[str, Any]]
 # Given the first statement's rows, the name and parameters of a read's second
 # statement (or None).
@@ -195,6 +197,10 @@ class Database:
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn, conn.pipeline():
             self._begin(conn, caller, timeout_ms, read_only, isolation)
+            if not read_only:
+                # A change re-checks the caller's membership under the lock erasure
+                # takes (queued: an error surfaces at the first fetch, in this block).
+                sql_files.cursor(conn, "lock_membership")
             yield conn
             conn.execute(_COMMIT)
 
@@ -231,21 +237,33 @@ class Database:
                 conn.execute(_COMMIT)
             return last.fetchall() if last is not None else []
 
-    @contextmanager
-    def connection(self, deadline: Deadline | None = None) -> Iterator[Connection]:
-        """A plain autocommit connection, for one statement outside a request
-        transaction (resolving the caller before settings exist).
+    def resolve(self, deadline: Deadline, name: str, params: dict[str, Any]) -> Row | None:
+        """The first row of one statement run before any caller exists (resolving the
+        caller): a read-only transaction whose statement timeout is the deadline's,
+        ``BEGIN``, the timeout, the statement and ``COMMIT`` in one round trip. Waiting
+        for a pooled connection counts against the deadline too."""
+        timeout_ms = deadline.remaining_ms()
+        with self._request(timeout_ms) as conn:
+            with conn.pipeline():
+                conn.execute(_BEGIN["read committed", True])
+                sql_files.cursor(conn, "resolve_settings", {"timeout": str(timeout_ms)})
+                found = sql_files.cursor(conn, name, params)
+                conn.execute(_COMMIT)
+            return found.fetchone()
 
-        With a deadline, waiting for a pooled connection counts against it too.
-        """
-        timeout = deadline.remaining_ms() / 1000 if deadline is not None else None
-        with translate_errors(), self._checked_out(timeout) as conn:
-            yield conn
+
+# Raised by memory.lock_membership() (migration 0012): the caller's membership is gone.
+NO_LONGER_A_MEMBER = "MS403"
 
 
 @contextmanager
 def translate_errors() -> Iterator[None]:
-    """Backend failures become ``timeout`` / ``unavailable``: never an empty result."""
+    """Backend failures become ``timeout`` / ``unavailable``: never an empty result,
+    and never an unanswered exception (which the edge could only answer with a 500).
+
+    Errors the caller handles itself (a unique violation a move or a merge turns into
+    its own answer) are caught inside the transaction block, before they get here.
+    """
     try:
         yield
     except pg_errors.QueryCanceled:
@@ -258,3 +276,13 @@ def translate_errors() -> Iterator[None]:
         raise ToolError("unavailable", "no database connection available; retry") from None
     except psycopg.OperationalError:
         raise ToolError("unavailable", "the database is unavailable; retry") from None
+    except psycopg.Error as error:
+        if error.sqlstate == NO_LONGER_A_MEMBER:
+            raise ToolError(
+                "permission_denied", "you are no longer a member of this workspace"
+            ) from None
+        # Anything else is a defect the first wall should have prevented (a policy
+        # violation, a constraint, a value out of range): logged, answered as
+        # unavailable, never with the database's own text.
+        logger.error("unexpected database error %s (%s)", error.sqlstate, type(error).__name__)
+        raise ToolError("unavailable", "the database could not complete the call; retry") from None

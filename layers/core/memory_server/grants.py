@@ -23,10 +23,27 @@ def grants_from_scopes(scopes: Iterable[str]) -> frozenset[Grant]:
     return frozenset(SCOPE_GRANTS[s] for s in scopes if s in SCOPE_GRANTS)
 
 
+# Grants that change records: each needs ``read`` as well (docs/contract.md §2).
+NEEDS_READ: frozenset[Grant] = frozenset({"write:personal", "write:shared", "delete"})
+
+
 def effective_grants(scopes: Iterable[str], membership: Iterable[str]) -> frozenset[Grant]:
-    """What a request may do: only what both the token and the membership allow."""
+    """What a request may do: only what both the token and the membership allow.
+
+    Writing needs reading: a change names the revision it read, and a write returns
+    the row it wrote, so without ``read`` the write and delete grants are dropped.
+    """
     member = frozenset(membership)
-    return frozenset(g for g in grants_from_scopes(scopes) if g in member)
+    granted = frozenset(g for g in grants_from_scopes(scopes) if g in member)
+    if "read" not in granted:
+        granted -= NEEDS_READ
+    return granted
+
+
+def lacks_read(grants: Iterable[str]) -> bool:
+    """A set of grants (or of their scopes' grants) that writes without reading."""
+    held = frozenset(grants)
+    return "read" not in held and bool(held & NEEDS_READ)
 
 
 def write_grant(namespace: str) -> Grant:

@@ -1,9 +1,10 @@
 """The first idempotency layer: Powertools on DynamoDB, in front of PostgreSQL's.
 
 It absorbs concurrent duplicates and replays a stored response without touching the
-database. The guarantee itself stays in PostgreSQL (the key and result commit with
-the change), so if DynamoDB fails the call goes straight to the database and still
-cannot merge twice.
+database, but only after the checks a first call passes (``check_remember``), and
+only to the same caller in the same listening context. The guarantee itself stays in
+PostgreSQL (the key and result commit with the change), so if DynamoDB fails the
+call goes straight to the database and still cannot merge twice.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from .caller import Caller, Deadline
 from .errors import ToolError
 from .models import RememberArgs
+from .operations.memory_remember import check_remember
 
 logger = logging.getLogger(__name__)
 # memory_remember bound to the store: (caller, arguments, deadline) -> result.
@@ -26,9 +28,16 @@ def _mark_replayed(response: Any, _record: Any) -> Any:
 
 
 def request_key(caller: Caller, args: RememberArgs) -> str:
-    """The DynamoDB key: workspace, principal, target and the caller's key."""
+    """The DynamoDB key: workspace, principal, listening context, target and the
+    caller's key (the database key's scope, so the two layers replay alike)."""
     return "|".join(
-        [str(caller.workspace_id), str(caller.principal_id), args.uri, args.idempotency_key]
+        [
+            str(caller.workspace_id),
+            str(caller.principal_id),
+            caller.context.key,
+            args.uri,
+            args.idempotency_key,
+        ]
     )
 
 
@@ -82,6 +91,9 @@ class DynamoDbIdempotency:
         )
 
         def call(caller: Caller, args: RememberArgs, deadline: Deadline) -> dict[str, Any]:
+            # A replay passes the same checks as a first call (grants, namespace,
+            # arguments) before any stored answer is looked up.
+            check_remember(caller, args)
             request = {"key": request_key(caller, args), "args": args.model_dump()}
             try:
                 return dict(guarded(request=request, caller=caller, deadline=deadline))

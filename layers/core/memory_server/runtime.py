@@ -13,7 +13,6 @@ from .service import McpService, Settings
 # Environment variables the template sets; tests check the template against this.
 ENVIRONMENT = (
     "DATABASE_URL",
-    "CURSOR_SECRET",
     "PUBLIC_BASE_URL",
     "IDEMPOTENCY_TABLE",
     "AUDIT_BUS_NAME",
@@ -26,7 +25,8 @@ ENVIRONMENT = (
 def build_service(
     env: Mapping[str, str] = os.environ, *, observer: Observer | None = None
 ) -> McpService:
-    settings = Settings.from_env(env)
+    # The cursor key from Secrets Manager (CURSOR_SECRET_ARN), else CURSOR_SECRET.
+    settings = Settings.from_env({**env, "CURSOR_SECRET": aws_config.cursor_secret(env)})
     db = Database(
         aws_config.database_conninfo(env),  # a token per connection with DB_IAM_AUTH
         min_size=1,

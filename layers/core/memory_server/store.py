@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from . import sql_files
 from .caller import Caller, Deadline
 from .contexts import ListeningContext
 from .db import Database
@@ -52,12 +51,12 @@ def resolve_caller(
     two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
     listen from ``context`` in a workspace whose memory feature is on.
     """
-    with db.connection(deadline) as conn:  # one statement, no transaction around it
-        row = sql_files.one(
-            conn,
-            "resolve_caller",
-            {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
-        )
+    # One statement in a read-only transaction bounded by the call's deadline.
+    row = db.resolve(
+        deadline or Deadline(),
+        "resolve_caller",
+        {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
+    )
     if row is None:
         return None
     if row["memory_enabled"] and not row["context_allowed"]:

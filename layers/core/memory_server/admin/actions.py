@@ -27,7 +27,7 @@ from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..limits import ADMIN_DEADLINE_S
 from ..records import iso
 from . import models as m
-from .errors import conflict, invalid_field, missing
+from .errors import conflict, invalid_field, missing, unknown_identity
 from .identity import AgentClients
 
 ADMIN_URI = "memory-admin://"
@@ -126,29 +126,23 @@ def list_members(db: Database, caller: Caller) -> m.MemberList:
 def put_member(
     db: Database, caller: Caller, subject: str, body: m.MemberIn
 ) -> tuple[m.Member, bool]:
-    """Add or change a member; returns the member and whether it was added."""
+    """Add or change a member; returns the member and whether it was added.
+
+    Only an identity the service already knows and that may join this workspace is
+    added; admins never create identities (they are global: an operator, or the
+    identity's own verified first sign-in, makes them). Every other subject gets the
+    same answer, so nothing is learnt about identities outside the workspace.
+    """
     ws = caller.workspace_id
     with _changing(db, caller) as conn:
         existing = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
         if existing is not None:
             principal_id, kind = existing["principal_id"], existing["kind"]
         else:
-            found = sql_files.one(
-                conn,
-                "admin_principal",
-                {"kind": body.kind, "subject": subject, "handle": body.handle},
-            )
+            found = sql_files.one(conn, "admin_principal", {"subject": subject})
             if found is None:
-                if body.kind is None or body.handle is None:
-                    raise invalid_field(
-                        "handle",
-                        "required_for_new_identity",
-                        "kind and handle are required for an identity new to the service",
-                    )
-                raise conflict("this identity cannot be added (erased, revoked or foreign key)")
+                raise unknown_identity()
             principal_id, kind = found["id"], found["kind"]
-        if body.kind is not None and body.kind != kind:
-            raise invalid_field("kind", "matches_identity", f"this identity is a {kind}")
         if kind == "person":
             if body.personal_namespace is False:
                 raise invalid_field(
@@ -285,11 +279,16 @@ def create_agent_key(
     client_id, secret = directory.create_agent_client(f"{caller.workspace}.{body.name}", scopes)
     try:
         with _changing(db, caller) as conn:
-            created = sql_files.one(
-                conn,
-                "admin_create_agent_key",
-                {"client_id": client_id, "name": body.name, "scopes": scopes},
-            )
+            try:
+                created = sql_files.one(
+                    conn,
+                    "admin_create_agent_key",
+                    {"client_id": client_id, "name": body.name, "scopes": scopes},
+                )
+            except pg_errors.UniqueViolation:  # the name was taken concurrently
+                raise conflict(
+                    f"a live agent key named {body.name!r} exists in this workspace"
+                ) from None
             assert created is not None
             principal_id = created["principal_id"]
             grants = sorted_grants(grants_from_scopes(scopes))
@@ -311,9 +310,6 @@ def create_agent_key(
                 {"client_id": client_id, "principal_id": str(principal_id), "scopes": scopes},
             )
             row = _live_key(conn, caller, client_id)
-    except pg_errors.UniqueViolation:
-        directory.delete_agent_client(client_id)
-        raise conflict(f"a live agent key named {body.name!r} exists in this workspace") from None
     except BaseException:
         directory.delete_agent_client(client_id)
         raise

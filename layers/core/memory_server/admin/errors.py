@@ -26,3 +26,14 @@ def missing(what: str) -> AdminError:
 
 def conflict(message: str) -> AdminError:
     return AdminError(409, "conflict", message)
+
+
+def unknown_identity() -> AdminError:
+    # One answer for an identity that does not exist and one that may not join here
+    # (erased, revoked, another workspace's key): no oracle about identities outside.
+    return AdminError(
+        404,
+        "not_found",
+        "no identity with this subject can join this workspace "
+        "(identities new to the service are created by an operator)",
+    )

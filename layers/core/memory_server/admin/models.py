@@ -29,17 +29,6 @@ Subject = Annotated[
         description="A person's Cognito sub or a service's app client id",
     ),
 ]
-Handle = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        # No control or invisible format characters (spelled out: the same pattern
-        # must mean the same in pydantic, Python's re and ECMA-262 JSON Schema).
-        pattern=r"^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]+$",
-        description="Display name shown in provenance (no control characters)",
-    ),
-]
 KeyName = Annotated[
     str,
     Field(
@@ -71,12 +60,18 @@ class MemoryFeatureIn(_In):
     enabled: bool
 
 
+def _reads_to_write(values: list[str], read: str, writes: tuple[str, ...]) -> None:
+    if read not in values and any(value in writes for value in values):
+        raise ValueError(f"writing needs reading: add {read!r}")
+
+
 class MemberIn(_In):
-    grants: list[Grant] = Field(max_length=5, description="The member's grants")
-    kind: Literal["person", "service"] | None = Field(
-        None, description="Required with handle when the identity is new to the service"
+    """An identity the service knows (made by an operator or on a verified first
+    sign-in) joins or changes; admins do not create identities."""
+
+    grants: list[Grant] = Field(
+        max_length=5, description="The member's grants (writes and delete need read)"
     )
-    handle: Handle | None = None
     personal_namespace: bool | None = Field(
         None, description="Services only (people always have one); default: unchanged, or false"
     )
@@ -85,6 +80,7 @@ class MemberIn(_In):
     @classmethod
     def _grants_unique(cls, value: list[Grant]) -> list[Grant]:
         _unique(list(value), "grants")
+        _reads_to_write(list(value), "read", ("write:personal", "write:shared", "delete"))
         return value
 
 
@@ -97,6 +93,11 @@ class AgentKeyIn(_In):
     @classmethod
     def _scopes_unique(cls, value: list[Scope]) -> list[Scope]:
         _unique(list(value), "scopes")
+        _reads_to_write(
+            list(value),
+            "memory/read",
+            ("memory/write.personal", "memory/write.shared", "memory/delete"),
+        )
         return value
 
 
@@ -109,11 +110,22 @@ class ContextIn(_In):
         return _unique(value, "members")
 
 
+# The largest audit event id (a PostgreSQL bigint).
+_MAX_EVENT_ID = 2**63 - 1
+
+
 class AuditQuery(BaseModel):
     # Query parameters arrive as strings: lax parsing, the same bounds.
     model_config = ConfigDict(extra="forbid", frozen=True)
     limit: int = Field(50, ge=1, le=200)
     cursor: str | None = Field(None, pattern=r"^[1-9][0-9]{0,18}$")
+
+    @field_validator("cursor")
+    @classmethod
+    def _cursor_is_an_event_id(cls, value: str | None) -> str | None:
+        if value is not None and int(value) > _MAX_EVENT_ID:
+            raise ValueError(f"cursor must be an event id (at most {_MAX_EVENT_ID})")
+        return value
 
 
 # -- responses ------------------------------------------------------------------

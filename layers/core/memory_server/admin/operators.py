@@ -53,7 +53,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import AdminError
 from ..gateway_events import SLUG_PATTERN
-from ..grants import ALL_GRANTS, sorted_grants
+from ..grants import ALL_GRANTS, lacks_read, sorted_grants
 from ..records import iso
 from ..sql_files import Row, one, rows, run
 from .errors import conflict, invalid_field
@@ -172,6 +172,8 @@ def _check_grants(grants: Iterable[str]) -> list[str]:
         raise invalid_field(
             "grants", "known_grants", f"unknown grants {unknown}; one of {ALL_GRANTS}"
         )
+    if lacks_read(ordered):
+        raise invalid_field("grants", "value_error", "writing needs reading: add 'read'")
     return ordered
 
 
@@ -507,6 +509,9 @@ def erase_person(
         person = one(owner, "operator_person", {"subject": subject})
         if person is None:
             raise AdminError(404, "not_found", "no person with that subject")
+        # Their changes in flight finish first (and are purged below); changes that
+        # start now wait, then find no membership (memory.lock_membership).
+        run(owner, "operator_lock_person", {"principal_id": person["id"]})
         tag = secrets.token_hex(4)
         pseudonym = one(
             owner,

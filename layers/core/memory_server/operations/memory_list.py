@@ -24,6 +24,7 @@ _START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
 def memory_list(
     store: Store, caller: Caller, args: ListArgs, deadline: Deadline | None = None
 ) -> ListPage:
+    caller.require_read()
     prefix = parse_prefix(args.prefix)
     binding = {
         "tool": "memory_list",

@@ -19,6 +19,7 @@ from ..store import Store
 def memory_read(
     store: Store, caller: Caller, args: ReadArgs, deadline: Deadline | None = None
 ) -> dict[str, Any]:
+    caller.require_read()
     address = parse_address(args.uri)
     deadline = deadline or Deadline()
     history = None
@@ -50,6 +51,7 @@ def read_revision(
     store: Store, caller: Caller, address: RevisionAddress, deadline: Deadline | None = None
 ) -> dict[str, Any]:
     """An immutable revision's full content (for revision resources)."""
+    caller.require_read()
     statement = _statement(caller, address)
     row = _one(store.db.read(caller, deadline or Deadline(), *statement), address)
     return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg.errors import UniqueViolation
@@ -40,51 +41,61 @@ class _Retry(Exception):
     pass
 
 
-def memory_remember(
-    store: Store, caller: Caller, args: RememberArgs, deadline: Deadline | None = None
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Remembering:
+    """A checked ``memory_remember``: everything decided before any key is looked up."""
+
+    address: RecordAddress
+    fact: str
+    source: str | None
+    target_context: str
+    context_named: bool
+    key: dict[str, str]  # the idempotency key's scope and the request's hash
+
+
+def check_remember(caller: Caller, args: RememberArgs) -> Remembering:
+    """Every check a first call passes, for replays too: arguments, the namespace, the
+    write grant. The key's scope is (workspace, caller, listening context, target): the
+    same key from another context is another request, so a replay can never show a
+    result (an id) from a context the caller does not hear now."""
     address = parse_path_address(args.uri)
     fact = _check_fact(args.fact)
     source = check_source(args.source)
     target_context = parse_target_context(args.context, caller.context)
     caller.owner_for(address.namespace)  # not_found for a missing personal namespace
     caller.require_write(address.namespace)
-    deadline = deadline or Deadline()
     request_hash = hashlib.sha256(
         json.dumps(
             {"uri": args.uri, "fact": args.fact, "source": args.source, "context": args.context},
             sort_keys=True,
         ).encode()
     ).hexdigest()
-    key = {"target": address.uri, "key": args.idempotency_key, "request_hash": request_hash}
+    key = {
+        "context_key": caller.context.key,
+        "target": address.uri,
+        "key": args.idempotency_key,
+        "request_hash": request_hash,
+    }
+    return Remembering(address, fact, source, target_context, args.context is not None, key)
+
+
+def memory_remember(
+    store: Store, caller: Caller, args: RememberArgs, deadline: Deadline | None = None
+) -> dict[str, Any]:
+    checked = check_remember(caller, args)
+    deadline = deadline or Deadline()
     for _ in range(_ATTEMPTS):
         try:
             with store.db.transaction(caller, deadline) as conn:
-                return _remember_once(
-                    conn,
-                    caller,
-                    address,
-                    fact,
-                    source,
-                    target_context,
-                    args.context is not None,
-                    key,
-                )
+                return _remember_once(conn, caller, checked)
         except _Retry:
             continue
     raise ToolError("unavailable", "the record kept changing concurrently; retry")
 
 
-def _remember_once(
-    conn: Connection,
-    caller: Caller,
-    address: RecordAddress,
-    fact: str,
-    source: str | None,
-    target_context: str,
-    context_named: bool,
-    key: dict[str, str],
-) -> dict[str, Any]:
+def _remember_once(conn: Connection, caller: Caller, checked: Remembering) -> dict[str, Any]:
+    address, fact, source = checked.address, checked.fact, checked.source
+    target_context, key = checked.target_context, checked.key
     params = {**view(caller), **key}
     claimed = sql_files.one(conn, "claim_idempotency_key", params)
     if claimed is None:
@@ -98,7 +109,7 @@ def _remember_once(
             )
         return {**previous["result"], "replayed": True}
 
-    contexts = [target_context] if context_named else None
+    contexts = [target_context] if checked.context_named else None
     current = resolve(conn, caller, address, contexts=contexts)
     if current is None:
         body = f"- {fact}\n"

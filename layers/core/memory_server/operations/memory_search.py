@@ -25,6 +25,7 @@ from ..store import Store
 def memory_search(
     store: Store, caller: Caller, args: SearchArgs, deadline: Deadline | None = None
 ) -> SearchResult:
+    caller.require_read()
     check_text(args.query, what="query", max_bytes=QUERY_MAX_BYTES)
     owners = {
         "personal": [caller.owner_for("me")] if caller.personal_namespace else [],

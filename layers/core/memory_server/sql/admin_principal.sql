@@ -1,2 +1,3 @@
--- The principal for a subject, created when kind and handle are given (migration 0007).
-SELECT id, kind FROM memory.admin_principal(%(kind)s, %(subject)s, %(handle)s)
+-- The principal for a subject, if it exists and may join this workspace (migration
+-- 0012: admins no longer create principals). No row: unknown or not joinable, alike.
+SELECT id, kind FROM memory.admin_joinable_principal(%(subject)s)

@@ -1,6 +1,8 @@
 -- Conditional change (replace, merge or move) of a visible record at the expected
 -- revision, with its revision and audit rows, in one statement. No row back means the
 -- record moved on (a conflict) or left the caller's view.
+-- The audit row names a personal record, or one in a private context, by id only and
+-- without its source (memory.audit_discloses, migration 0012).
 WITH changed AS (
     UPDATE memory.memories
     SET kind = %(kind)s, path = %(path)s, title = %(title)s, body = %(body)s,
@@ -22,7 +24,13 @@ WITH changed AS (
 ), audit AS (
     INSERT INTO memory.audit_outbox
         (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-    SELECT workspace_id, id, %(uri)s, %(operation)s, revision, updated_by, source, %(request_id)s
+    SELECT workspace_id, id,
+           CASE WHEN memory.audit_discloses(workspace_id, owner_id, context_key)
+                THEN %(uri)s ELSE 'memory://record/' || id::text END,
+           %(operation)s, revision, updated_by,
+           CASE WHEN memory.audit_discloses(workspace_id, owner_id, context_key)
+                THEN source END,
+           %(request_id)s
     FROM changed
 )
 SELECT id, revision, context_key FROM changed

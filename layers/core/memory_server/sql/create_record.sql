@@ -1,5 +1,7 @@
 -- Create a record, its first revision and its audit row in one statement. No row
 -- back means the address was taken concurrently.
+-- The audit row names a personal record, or one in a private context, by id only and
+-- without its source (memory.audit_discloses, migration 0012).
 WITH created AS (
     INSERT INTO memory.memories
         (workspace_id, owner_id, context_key, kind, path, title, body, revision,
@@ -18,7 +20,13 @@ WITH created AS (
 ), audit AS (
     INSERT INTO memory.audit_outbox
         (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-    SELECT workspace_id, id, %(uri)s, %(operation)s, revision, updated_by, source, %(request_id)s
+    SELECT workspace_id, id,
+           CASE WHEN memory.audit_discloses(workspace_id, owner_id, context_key)
+                THEN %(uri)s ELSE 'memory://record/' || id::text END,
+           %(operation)s, revision, updated_by,
+           CASE WHEN memory.audit_discloses(workspace_id, owner_id, context_key)
+                THEN source END,
+           %(request_id)s
     FROM created
 )
 SELECT id, revision, context_key FROM created

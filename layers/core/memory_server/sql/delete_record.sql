@@ -1,5 +1,7 @@
 -- Conditional delete: remove the current row, purge every revision body, keep a
 -- tombstone revision (who/when/operation) and the audit row, in one statement.
+-- The audit row names a personal record, or one in a private context, by id only and
+-- without its source (memory.audit_discloses, migration 0012).
 WITH gone AS (
     DELETE FROM memory.memories
     WHERE id = %(id)s
@@ -22,7 +24,10 @@ WITH gone AS (
 ), audit AS (
     INSERT INTO memory.audit_outbox
         (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-    SELECT workspace_id, id, %(uri)s, 'delete', revision + 1, %(principal_id)s, NULL,
+    SELECT workspace_id, id,
+           CASE WHEN memory.audit_discloses(workspace_id, owner_id, context_key)
+                THEN %(uri)s ELSE 'memory://record/' || id::text END,
+           'delete', revision + 1, %(principal_id)s, NULL,
            %(request_id)s
     FROM gone
 )

@@ -1,0 +1,4 @@
+-- A change transaction's first statement after the settings: the caller's membership,
+-- checked afresh under a shared lock that erasure takes exclusively (migration 0012).
+-- Raises (SQLSTATE MS403) when the membership is gone.
+SELECT memory.lock_membership() AS member
