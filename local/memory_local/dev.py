@@ -241,8 +241,10 @@ def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
 
 
 def main() -> None:
+    # MEMORY_DEV_DIR: another data directory (a benchmark's own stack, say).
+    root = Path(os.environ.get("MEMORY_DEV_DIR") or ROOT / ".dev")
     stack = DevStack(
-        ROOT / ".dev",
+        root,
         port=int(os.environ.get("PORT", "8787")),
         admin_url=os.environ.get("DATABASE_URL"),
     )
@@ -250,7 +252,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
         info = stack.start()
-        print(client_instructions(info, ".dev/endpoint.json"), flush=True)
+        endpoint_file = root / "endpoint.json"
+        shown = (
+            endpoint_file.relative_to(ROOT) if endpoint_file.is_relative_to(ROOT) else endpoint_file
+        )
+        print(client_instructions(info, str(shown)), flush=True)
         while not stopping.wait(0.5):
             pass
     except KeyboardInterrupt:
