@@ -332,37 +332,47 @@ class Plan:
     counter: Iterator[int] = field(default_factory=itertools.count)
 
 
+def tool_call(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return name, arguments
+
+
 def next_args(tool: str, plan: Plan, rng: random.Random) -> tuple[str, dict[str, Any]] | None:
     """The tool and arguments of the next call, or None when this client has no more."""
     n = next(plan.counter)
     prefix = f"memory://workspace/notes/bench/{plan.run}"
     if tool == "memory_read":
-        return "memory_read", {"uri": rng.choice(plan.read_targets)}
+        return tool_call("memory_read", {"uri": rng.choice(plan.read_targets)})
     if tool == "memory_search":
-        return "memory_search", {"query": TYPICAL_TERM}
+        return tool_call("memory_search", {"query": TYPICAL_TERM})
     if tool == "memory_list":
-        return "memory_list", {"prefix": "memory://workspace/notes/", "limit": 20}
+        return tool_call("memory_list", {"prefix": "memory://workspace/notes/", "limit": 20})
     if tool == "memory_write (create)":
         uri = f"{prefix}/c{plan.client}/n{n:06d}.md"
         plan.created.append(uri)
         content = f"# Note {n}\n\nA note about item {n}.\n"
-        return "memory_write", {"uri": uri, "content": content, "expected_revision": 0}
+        return tool_call("memory_write", {"uri": uri, "content": content, "expected_revision": 0})
     if tool == "memory_write (replace)":
         content = f"# Status\n\nRevision {plan.replace_revision + 1} of the status note.\n"
-        return "memory_write", {
-            "uri": plan.replace_uri,
-            "content": content,
-            "expected_revision": plan.replace_revision,
-        }
+        return tool_call(
+            "memory_write",
+            {
+                "uri": plan.replace_uri,
+                "content": content,
+                "expected_revision": plan.replace_revision,
+            },
+        )
     if tool == "memory_remember":
         plan.remembered += 1
-        return "memory_remember", {
-            # A new record every 50 facts keeps each record small.
-            "uri": f"memory://workspace/memories/bench/{plan.run}/c{plan.client}/"
-            f"facts-{plan.remembered // 50}.md",
-            "fact": f"fact number {plan.remembered} for client {plan.client}",
-            "idempotency_key": f"{plan.run}-{plan.client}-{plan.remembered}",
-        }
+        return tool_call(
+            "memory_remember",
+            {
+                # A new record every 50 facts keeps each record small.
+                "uri": f"memory://workspace/memories/bench/{plan.run}/c{plan.client}/"
+                f"facts-{plan.remembered // 50}.md",
+                "fact": f"fact number {plan.remembered} for client {plan.client}",
+                "idempotency_key": f"{plan.run}-{plan.client}-{plan.remembered}",
+            },
+        )
     if tool == "memory_move":
         if not plan.created:
             return None
@@ -370,11 +380,11 @@ def next_args(tool: str, plan: Plan, rng: random.Random) -> tuple[str, dict[str,
         folder, _, name = uri.rpartition("/")
         moved = f"{folder}/moved-{name}"
         plan.moved.append(moved)
-        return "memory_move", {"uri": uri, "new_uri": moved, "expected_revision": 1}
+        return tool_call("memory_move", {"uri": uri, "new_uri": moved, "expected_revision": 1})
     if tool == "memory_delete":
         if not plan.moved:
             return None
-        return "memory_delete", {"uri": plan.moved.pop(), "expected_revision": 2}
+        return tool_call("memory_delete", {"uri": plan.moved.pop(), "expected_revision": 2})
     raise ValueError(tool)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from memory_server import logs
 from memory_server.runtime import build_service
 
 logger = Logger(service="memory-server")
@@ -49,6 +50,7 @@ def _observe(tool: str, elapsed_ms: float, error_code: str | None) -> None:
 
 
 service = build_service(observer=_observe)
+logs.route_to(logger)  # memory_server.* and the pool's loggers: JSON, the request's keys
 
 
 @_traced

@@ -25,6 +25,7 @@ import json
 import logging
 import threading
 import urllib.request
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -44,6 +45,13 @@ AUDIT_BUS = "memory-audit"
 AUDIT_SOURCE = "memory-server"
 AUDIT_TAP_QUEUE = "memory-audit-tap"
 AUDIT_TAP_RULE = "memory-audit-tap"
+AUDIT_TAP_TARGET = "audit-tap"
+# The tap must not grow with history (docs/contract.md §8): emulated SQS works over
+# every message a queue holds on each send, and keeps every deleted message's
+# receipt handles. So the queue is drained often into a ring of the latest events,
+# and replaced by a fresh one after TAP_ROTATE messages.
+TAP_KEEP = 10_000  # events held for read_audit_events; older ones are dropped
+TAP_ROTATE = 5_000
 
 # Moto accepts any credentials; fixed fake ones keep a developer's real keys (and
 # session token) out of every request sent here.
@@ -111,6 +119,13 @@ class LocalAws:
         self._session_lock = threading.Lock()
         self._session: Any = None
         self._provisioned: Provisioned | None = None
+        # The audit tap: the queue the rule delivers to now, and what was drained.
+        self._tap_lock = threading.Lock()
+        self._tap_generation = 0
+        self._tap_url = ""
+        self._tap_taken = 0  # messages taken from the current queue
+        self._tap_events: deque[tuple[int, dict[str, Any]]] = deque(maxlen=TAP_KEEP)
+        self.tap_dropped = 0  # events pushed out of the ring before anyone read them
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -218,7 +233,8 @@ class LocalAws:
         people_client_id = self._ensure_people_client(pool_id)
         self._ensure_idempotency_table()
         self._ensure_bus()
-        queue_url = self._ensure_audit_tap()
+        with self._tap_lock:
+            queue_url = self._ensure_audit_tap()
         self._provisioned = Provisioned(
             region=self.region,
             user_pool_id=pool_id,
@@ -316,14 +332,20 @@ class LocalAws:
         except events.exceptions.ResourceNotFoundException:
             events.create_event_bus(Name=AUDIT_BUS)
 
+    def _tap_queue_name(self) -> str:
+        generation = self._tap_generation
+        return AUDIT_TAP_QUEUE if generation == 0 else f"{AUDIT_TAP_QUEUE}-{generation}"
+
     def _ensure_audit_tap(self) -> str:
         """A queue subscribed to the bus, so tests can read back published events.
 
         EventBridge keeps nothing that can be queried afterwards; in AWS one would
-        subscribe a queue or a log group the same way.
+        subscribe a queue or a log group the same way. It is the current generation's
+        queue (see ``TAP_ROTATE``).
         """
         sqs, events = self._client("sqs"), self._client("events")
-        queue_url = str(sqs.create_queue(QueueName=AUDIT_TAP_QUEUE)["QueueUrl"])  # idempotent
+        name = self._tap_queue_name()
+        queue_url = str(sqs.create_queue(QueueName=name)["QueueUrl"])  # idempotent
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
@@ -337,8 +359,9 @@ class LocalAws:
         events.put_targets(
             Rule=AUDIT_TAP_RULE,
             EventBusName=AUDIT_BUS,
-            Targets=[{"Id": "audit-tap", "Arn": queue_arn}],
+            Targets=[{"Id": AUDIT_TAP_TARGET, "Arn": queue_arn}],
         )
+        self._tap_url = queue_url
         return queue_url
 
     # -- principals -----------------------------------------------------------
@@ -397,15 +420,37 @@ class LocalAws:
     # -- audit ----------------------------------------------------------------
 
     def read_audit_events(self, wait_s: float = 0.0) -> list[dict[str, Any]]:
-        """Drain the audit tap: every event published since the last call, oldest first.
+        """Every event published since the last call, oldest first (as far as the
+        ring holds them: the latest ``TAP_KEEP``).
 
         Moto delivers to the queue inside ``PutEvents``, so no wait is needed here;
         ``wait_s`` (long polling, whole seconds) is for a real, asynchronous bus.
         """
+        with self._tap_lock:
+            self._drain(int(wait_s))
+            # A standard queue does not promise order; the send time restores it.
+            ordered = sorted(self._tap_events, key=lambda pair: pair[0])
+            self._tap_events.clear()
+        return [event for _, event in ordered]
+
+    def drain_audit_tap(self) -> int:
+        """Move what the tap queue holds into the ring (``make dev`` calls this every
+        second, so the emulated queue stays short); returns how many."""
+        with self._tap_lock:
+            return self._drain(0)
+
+    def _drain(self, wait: int) -> int:
+        if not self._tap_url:
+            self._tap_url = self.provisioned.queue_url
+        moved = self._receive_all(self._tap_url, wait)
+        self._tap_taken += moved
+        if self._tap_taken >= TAP_ROTATE:
+            moved += self._rotate()
+        return moved
+
+    def _receive_all(self, queue_url: str, wait: int) -> int:
         sqs = self._client("sqs")
-        queue_url = self.provisioned.queue_url
-        received: list[tuple[int, dict[str, Any]]] = []
-        wait = int(wait_s)
+        moved = 0
         while True:
             response = sqs.receive_message(
                 QueueUrl=queue_url,
@@ -415,11 +460,13 @@ class LocalAws:
             )
             messages = response.get("Messages", [])
             if not messages:
-                break
+                return moved
             wait = 0
             for message in messages:
+                if len(self._tap_events) == TAP_KEEP:
+                    self.tap_dropped += 1
                 sent = int(message["Attributes"]["SentTimestamp"])
-                received.append((sent, json.loads(message["Body"])))
+                self._tap_events.append((sent, json.loads(message["Body"])))
             sqs.delete_message_batch(
                 QueueUrl=queue_url,
                 Entries=[
@@ -427,8 +474,17 @@ class LocalAws:
                     for i, m in enumerate(messages)
                 ],
             )
-        # A standard queue does not promise order; the send time restores it.
-        return [event for _, event in sorted(received, key=lambda pair: pair[0])]
+            moved += len(messages)
+
+    def _rotate(self) -> int:
+        """Point the rule at a fresh queue, drain the old one, delete it."""
+        old_url = self._tap_url
+        self._tap_generation += 1
+        self._ensure_audit_tap()  # the rule's target is now the new queue
+        moved = self._receive_all(old_url, 0)  # what arrived before the switch
+        self._client("sqs").delete_queue(QueueUrl=old_url)
+        self._tap_taken = 0
+        return moved
 
 
 def _pages(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:

@@ -4,6 +4,11 @@ Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto 
 loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
 ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handler, the
 demo tenants, and the audit sweeper on a timer. Ctrl-C stops everything.
+
+Nothing here grows with the requests served: the audit tap (an SQS queue on the
+bus) is drained every second into a bounded ring (``LocalAws.read_audit_events``),
+and the handler publishes audit events after each response from one worker thread
+with a bounded queue.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from botocore.exceptions import ClientError
 from memory_server import migrate
 from memory_server.admin import operators
 from memory_server.audit import EventBridgeSink, sweep
+from memory_server.limits import AUDIT_SWEEP_MIN_AGE_S
 from memory_server.provision import Passwords, Provisioned, provision
 
 from . import demo
@@ -41,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATABASE = "memory"
 MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
+TAP_DRAIN_EVERY_S = 1.0
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -141,6 +148,7 @@ class DevStack:
         self.app.service.admin.on_key_created = self.gateway.add_audience
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
+        threading.Thread(target=self._drain_tap, daemon=True).start()
 
         self.info = {
             "url": self.gateway.mcp_url("acme"),
@@ -193,9 +201,24 @@ class DevStack:
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):
             try:
                 with psycopg.connect(auditor_url) as auditor:
-                    sweep(auditor, sink, min_age=timedelta(seconds=SWEEP_EVERY_S))
+                    sweep(auditor, sink, min_age=timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S))
             except Exception as exc:  # keep sweeping; report why
                 print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+
+    def _drain_tap(self) -> None:
+        """Keep the emulated audit queue short (see ``LocalAws.read_audit_events``)."""
+        while not self._stop_sweeper.wait(TAP_DRAIN_EVERY_S):
+            try:
+                assert self.aws is not None
+                self.aws.drain_audit_tap()
+            except Exception as exc:  # keep draining; report why
+                print(f"[dev] audit tap drain failed: {exc}", file=sys.stderr)
+
+    def wait_published(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the handler has run the audit publishing it owes after its
+        responses (tests read the tap right after a call)."""
+        assert self.app is not None
+        return bool(self.app.service.after_response.wait_idle(timeout_s))
 
     def stop(self) -> None:
         self._stop_sweeper.set()

@@ -259,6 +259,7 @@ def test_retried_remember_replays_and_each_change_has_one_event(stack) -> None: 
 
     first, again, written = run(scenario())
     assert again == {**first, "replayed": True}
+    assert stack.wait_published()  # events are published after the responses
     events = stack.aws.read_audit_events()
     keys = [(e["detail"]["record_id"], e["detail"]["revision"]) for e in events]
     assert sorted(keys) == sorted([(first["id"], first["revision"]), (written["id"], 1)])

@@ -282,6 +282,8 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
     env = transformed["Resources"]["McpFunction"]["Properties"]["Environment"]["Variables"]
     assert set(env) == set(runtime.ENVIRONMENT) | set(aws_config.ENVIRONMENT)
     assert env["DB_IAM_AUTH"] == "true"
+    # The X-Ray SDK is imported only when traces are recorded.
+    assert env["POWERTOOLS_TRACE_DISABLED"] == {"Fn::If": ["TracingActive", "false", "true"]}
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
     assert env["AUDIT_BUS_NAME"] == {"Ref": "AuditBus"}
     assert "{{resolve:secretsmanager:${CursorSecret}" in json.dumps(env["CURSOR_SECRET"])

@@ -1,10 +1,15 @@
-"""Audit events: outbox rows published to EventBridge after commit.
+"""Audit events: outbox rows published to EventBridge after the response.
 
-Each committed change wrote one outbox row in its own transaction. The endpoint
-publishes its request's rows right after commit; the sweeper publishes whatever is
-still unpublished (a crash, an EventBridge outage). Rows are claimed with
-``FOR UPDATE SKIP LOCKED`` and marked in the same transaction as the ``PutEvents``
-call, so the two never publish the same row concurrently. Events carry no content.
+Each committed change wrote one outbox row in its own transaction: the outbox is the
+source of truth. :class:`Publisher` is the one post-commit hook (MCP tools and admin
+actions): it hands the publishing of the request's rows to :mod:`.after_response`,
+so it happens once the response has gone (in Lambda, the invocation's post-invoke
+phase). The sweeper publishes whatever is still unpublished after
+``AUDIT_SWEEP_MIN_AGE_S`` (a function killed after its response, an EventBridge
+outage). Rows are claimed with ``FOR UPDATE SKIP LOCKED`` and marked in the same
+transaction as the ``PutEvents`` call, so the two never publish the same row
+concurrently; a row published but not marked (the connection lost in between) is
+published again under the same ``event_id``: at least once. Events carry no content.
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import psycopg
 
 from . import sql_files
+from .after_response import AfterResponse
 from .caller import Caller, Deadline
 from .db import Database
+from .limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
 from .records import iso
 
 logger = logging.getLogger(__name__)
@@ -69,7 +77,7 @@ def event_entry(workspace: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def publish_request(db: Database, caller: Caller, sink: EventSink) -> int:
     """Publish this request's audit rows; what fails stays for the sweeper."""
-    with db.transaction(caller, Deadline.after(2.0)) as conn:
+    with db.transaction(caller, Deadline.after(AUDIT_PUBLISH_DEADLINE_S)) as conn:
         rows = sql_files.rows(
             conn,
             "request_audit_rows",
@@ -92,7 +100,11 @@ def publish_or_defer(db: Database, caller: Caller, sink: EventSink | None) -> No
     try:
         publish_request(db, caller, sink)
     except Exception:  # the change is committed; its outbox row waits for the sweeper
-        logger.warning("audit publish deferred to the sweeper", exc_info=True)
+        logger.warning(
+            "audit publish deferred to the sweeper",
+            exc_info=True,
+            extra={"workspace": caller.workspace, "audit_request_id": caller.request_id},
+        )
 
 
 def sweep(
@@ -100,7 +112,7 @@ def sweep(
     sink: EventSink,
     *,
     limit: int = 500,
-    min_age: timedelta = timedelta(seconds=30),
+    min_age: timedelta = timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S),
 ) -> tuple[int, int]:
     """Publish unpublished rows older than ``min_age`` across workspaces.
 
@@ -120,11 +132,17 @@ def sweep(
 
 class Publisher:
     """The one post-commit hook: after a request that changed something (an MCP tool
-    or an admin action) has committed, publish that request's audit rows."""
+    or an admin action) has committed, publish that request's audit rows once its
+    response has gone (``after_response``; without one, before it returns)."""
 
-    def __init__(self, db: Database, sink: EventSink | None) -> None:
+    def __init__(
+        self, db: Database, sink: EventSink | None, after_response: AfterResponse | None = None
+    ) -> None:
         self.db = db
         self.sink = sink
+        self.after_response = after_response or AfterResponse()
 
     def after_commit(self, caller: Caller) -> None:
-        publish_or_defer(self.db, caller, self.sink)
+        if self.sink is None:
+            return
+        self.after_response.submit(partial(publish_or_defer, self.db, caller, self.sink))

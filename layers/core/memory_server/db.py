@@ -35,6 +35,14 @@ from . import sql_files
 from .caller import Caller, Deadline
 from .errors import ToolError
 from .grants import sorted_grants
+from .limits import (
+    DB_CONNECT_TIMEOUT_S,
+    DB_KEEPALIVES_COUNT,
+    DB_KEEPALIVES_IDLE_S,
+    DB_KEEPALIVES_INTERVAL_S,
+    DB_POOL_TIMEOUT_S,
+    DB_TCP_USER_TIMEOUT_MS,
+)
 from .sql_files import Row
 
 Connection = psycopg.Connection[dict[str, Any]]
@@ -55,6 +63,21 @@ _BEGIN: dict[tuple[Isolation, bool], bytes] = {
 
 _COMMIT = b"COMMIT"
 _ROLLBACK = b"ROLLBACK"
+
+# Client-side bounds on every connection (libpq parameters; TCP only): connecting
+# gives up after connect_timeout, and a peer that stops answering (a black-holed
+# proxy, a failed-over writer) is noticed by TCP keepalives while the client waits
+# for a result, or by the user timeout while what it sent goes unacknowledged.
+# Without them such a connection holds its pool slot (with a pool of one, every
+# request) until the kernel gives up, which takes minutes.
+CONNECTION_OPTIONS: dict[str, Any] = {
+    "connect_timeout": DB_CONNECT_TIMEOUT_S,
+    "keepalives": 1,
+    "keepalives_idle": DB_KEEPALIVES_IDLE_S,
+    "keepalives_interval": DB_KEEPALIVES_INTERVAL_S,
+    "keepalives_count": DB_KEEPALIVES_COUNT,
+    "tcp_user_timeout": DB_TCP_USER_TIMEOUT_MS,
+}
 
 
 def pg_array(values: list[str]) -> str:
@@ -117,17 +140,27 @@ class Database:
         self, conninfo: str | Callable[[], str], *, min_size: int = 1, max_size: int = 4
     ) -> None:
         self.liveness = Liveness()
-        self.pool: ConnectionPool[Connection] = ConnectionPool(
-            conninfo,
-            min_size=min_size,
-            max_size=max_size,
+        self._conninfo = conninfo
+        self._sizes = (min_size, max_size)
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[Connection]:
+        return ConnectionPool(
+            self._conninfo,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
             # No server-side prepared statements: a generic plan chosen after a few
             # executions ignores the parameter values that make the listing and
             # search predicates selective (measured: 1.9 ms custom vs 690 ms generic
             # for a list page), and prepared statements would pin RDS Proxy sessions.
-            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
+            kwargs={
+                **CONNECTION_OPTIONS,
+                "row_factory": dict_row,
+                "autocommit": True,
+                "prepare_threshold": None,
+            },
             open=True,
-            timeout=5.0,
+            timeout=DB_POOL_TIMEOUT_S,
             # Connections are checked on checkout by _checked_out (not the pool's
             # ``check``, which sleeps a backoff of a second or more after each dead one).
             reset=self.liveness.returned,
@@ -135,6 +168,17 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+
+    def suspend(self) -> None:
+        """Before a SnapStart snapshot: close every connection and the pool's threads,
+        so no connection (or IAM token) is frozen into the snapshot."""
+        self.pool.close()
+
+    def resume(self) -> None:
+        """After a restore: a new pool (a closed one cannot be reopened); it connects
+        in the background, and each connection signs a fresh IAM token."""
+        if self.pool.closed:
+            self.pool = self._new_pool()
 
     @contextmanager
     def _checked_out(self, timeout_s: float | None) -> Iterator[Connection]:

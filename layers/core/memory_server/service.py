@@ -18,6 +18,7 @@ from typing import Any
 from . import audit
 from .admin.http import AdminApi
 from .admin.identity import CognitoDirectory
+from .after_response import AfterResponse
 from .auth import Authenticator
 from .db import Database
 from .edge import Edge
@@ -71,6 +72,9 @@ class McpService:
     dynamodb_client: Any = None
     observer: Observer | None = None
     cognito_client: Any = None  # boto3 cognito-idp; made from the environment if None
+    # Where post-commit work runs once the response has gone (runtime.build_service
+    # chooses); the default runs it before the handler returns.
+    after_response: AfterResponse = field(default_factory=AfterResponse)
     edge: Edge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -80,7 +84,7 @@ class McpService:
             if self.events_client is not None and self.settings.audit_bus
             else None
         )
-        publisher = audit.Publisher(self.db, sink)
+        publisher = audit.Publisher(self.db, sink, self.after_response)
         auth = Authenticator(self.db)
 
         self.idempotency = None
@@ -120,4 +124,5 @@ class McpService:
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
-        return self.edge.handle(event, lambda_context)
+        with self.after_response.invocation(getattr(lambda_context, "aws_request_id", None)):
+            return self.edge.handle(event, lambda_context)
