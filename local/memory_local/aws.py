@@ -25,9 +25,10 @@ import json
 import logging
 import threading
 import urllib.request
+import uuid
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -82,7 +83,8 @@ class Provisioned:
     issuer: str
     table_name: str
     bus_name: str
-    queue_url: str
+    # The tap queue when provisioned; it is replaced as events flow (TAP_ROTATE).
+    queue_url: str = field(compare=False)
     scopes: tuple[str, ...] = MEMORY_SCOPES
 
 
@@ -106,6 +108,8 @@ class LocalAws:
         endpoint_url: str | None = None,
         seed: int | None = None,
         quiet: bool = True,
+        tap_keep: int = TAP_KEEP,
+        tap_rotate: int = TAP_ROTATE,
     ) -> None:
         self.region = region
         self.host = host
@@ -121,10 +125,10 @@ class LocalAws:
         self._provisioned: Provisioned | None = None
         # The audit tap: the queue the rule delivers to now, and what was drained.
         self._tap_lock = threading.Lock()
-        self._tap_generation = 0
         self._tap_url = ""
         self._tap_taken = 0  # messages taken from the current queue
-        self._tap_events: deque[tuple[int, dict[str, Any]]] = deque(maxlen=TAP_KEEP)
+        self.tap_keep, self.tap_rotate = tap_keep, tap_rotate
+        self._tap_events: deque[tuple[int, dict[str, Any]]] = deque()
         self.tap_dropped = 0  # events pushed out of the ring before anyone read them
 
     # -- lifecycle ------------------------------------------------------------
@@ -332,19 +336,28 @@ class LocalAws:
         except events.exceptions.ResourceNotFoundException:
             events.create_event_bus(Name=AUDIT_BUS)
 
-    def _tap_queue_name(self) -> str:
-        generation = self._tap_generation
-        return AUDIT_TAP_QUEUE if generation == 0 else f"{AUDIT_TAP_QUEUE}-{generation}"
+    def _current_tap_queue(self) -> str | None:
+        """The name of the queue the tap rule delivers to (None: no rule or target)."""
+        events = self._client("events")
+        try:
+            targets = events.list_targets_by_rule(Rule=AUDIT_TAP_RULE, EventBusName=AUDIT_BUS)
+        except events.exceptions.ResourceNotFoundException:
+            return None
+        for target in targets.get("Targets", []):
+            if target["Id"] == AUDIT_TAP_TARGET:
+                return str(target["Arn"]).rsplit(":", 1)[1]
+        return None
 
-    def _ensure_audit_tap(self) -> str:
+    def _ensure_audit_tap(self, name: str | None = None) -> str:
         """A queue subscribed to the bus, so tests can read back published events.
 
         EventBridge keeps nothing that can be queried afterwards; in AWS one would
-        subscribe a queue or a log group the same way. It is the current generation's
-        queue (see ``TAP_ROTATE``).
+        subscribe a queue or a log group the same way. The queue is the one the rule
+        already delivers to (it is replaced as events flow: ``TAP_ROTATE``), or
+        ``name``, or a first one.
         """
         sqs, events = self._client("sqs"), self._client("events")
-        name = self._tap_queue_name()
+        name = name or self._current_tap_queue() or AUDIT_TAP_QUEUE
         queue_url = str(sqs.create_queue(QueueName=name)["QueueUrl"])  # idempotent
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
@@ -441,10 +454,15 @@ class LocalAws:
 
     def _drain(self, wait: int) -> int:
         if not self._tap_url:
-            self._tap_url = self.provisioned.queue_url
-        moved = self._receive_all(self._tap_url, wait)
+            self._ensure_audit_tap()
+        try:
+            moved = self._receive_all(self._tap_url, wait)
+        except self._client("sqs").exceptions.QueueDoesNotExist:
+            # Replaced by another LocalAws on the same server: follow the rule.
+            self._ensure_audit_tap()
+            moved = self._receive_all(self._tap_url, wait)
         self._tap_taken += moved
-        if self._tap_taken >= TAP_ROTATE:
+        if self._tap_taken >= self.tap_rotate:
             moved += self._rotate()
         return moved
 
@@ -463,7 +481,8 @@ class LocalAws:
                 return moved
             wait = 0
             for message in messages:
-                if len(self._tap_events) == TAP_KEEP:
+                while len(self._tap_events) >= self.tap_keep:
+                    self._tap_events.popleft()
                     self.tap_dropped += 1
                 sent = int(message["Attributes"]["SentTimestamp"])
                 self._tap_events.append((sent, json.loads(message["Body"])))
@@ -479,8 +498,8 @@ class LocalAws:
     def _rotate(self) -> int:
         """Point the rule at a fresh queue, drain the old one, delete it."""
         old_url = self._tap_url
-        self._tap_generation += 1
-        self._ensure_audit_tap()  # the rule's target is now the new queue
+        # The rule's target is now the new queue.
+        self._ensure_audit_tap(f"{AUDIT_TAP_QUEUE}-{uuid.uuid4().hex[:12]}")
         moved = self._receive_all(old_url, 0)  # what arrived before the switch
         self._client("sqs").delete_queue(QueueUrl=old_url)
         self._tap_taken = 0

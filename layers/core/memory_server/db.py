@@ -169,9 +169,20 @@ class Database:
     def close(self) -> None:
         self.pool.close()
 
-    def suspend(self) -> None:
+    def suspend(self, settle_s: float = 2.0) -> None:
         """Before a SnapStart snapshot: close every connection and the pool's threads,
-        so no connection (or IAM token) is frozen into the snapshot."""
+        so no connection (or IAM token) is frozen into the snapshot.
+
+        A connection just used is handed back by a pool worker (the ``reset`` hook);
+        one still on its way when the pool closes would never be closed, so the
+        pool first settles (nothing is in flight during a snapshot hook).
+        """
+        give_up = time.monotonic() + settle_s
+        while time.monotonic() < give_up:
+            stats = self.pool.get_stats()
+            if stats.get("pool_available", 0) >= stats.get("pool_size", 0):
+                break
+            time.sleep(0.005)
         self.pool.close()
 
     def resume(self) -> None:
