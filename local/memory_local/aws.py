@@ -96,7 +96,10 @@ class LocalAws:
     random generator, so a fresh process that provisions the same things in the
     same order gets the same pool id, client ids, secrets and user ``sub`` values
     (tokens and personal memories then survive a restart of ``make dev``); it is
-    process-global, so leave it ``None`` in tests.
+    process-global, so leave it ``None`` in tests. ``audit_tap`` subscribes a queue
+    to the audit bus so published events can be read back (``read_audit_events``);
+    emulated SQS costs tens of milliseconds of CPU an event, so ``make dev`` leaves
+    it off unless asked (``MEMORY_AUDIT_TAP=1``).
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class LocalAws:
         endpoint_url: str | None = None,
         seed: int | None = None,
         quiet: bool = True,
+        audit_tap: bool = True,
         tap_keep: int = TAP_KEEP,
         tap_rotate: int = TAP_ROTATE,
     ) -> None:
@@ -124,6 +128,7 @@ class LocalAws:
         self._session: Any = None
         self._provisioned: Provisioned | None = None
         # The audit tap: the queue the rule delivers to now, and what was drained.
+        self.audit_tap = audit_tap
         self._tap_lock = threading.Lock()
         self._tap_url = ""
         self._tap_taken = 0  # messages taken from the current queue
@@ -237,8 +242,10 @@ class LocalAws:
         people_client_id = self._ensure_people_client(pool_id)
         self._ensure_idempotency_table()
         self._ensure_bus()
-        with self._tap_lock:
-            queue_url = self._ensure_audit_tap()
+        queue_url = ""
+        if self.audit_tap:
+            with self._tap_lock:
+                queue_url = self._ensure_audit_tap()
         self._provisioned = Provisioned(
             region=self.region,
             user_pool_id=pool_id,
@@ -439,6 +446,8 @@ class LocalAws:
         Moto delivers to the queue inside ``PutEvents``, so no wait is needed here;
         ``wait_s`` (long polling, whole seconds) is for a real, asynchronous bus.
         """
+        if not self.audit_tap:
+            raise RuntimeError("this LocalAws has no audit tap (audit_tap=False)")
         with self._tap_lock:
             self._drain(int(wait_s))
             # A standard queue does not promise order; the send time restores it.
@@ -449,6 +458,8 @@ class LocalAws:
     def drain_audit_tap(self) -> int:
         """Move what the tap queue holds into the ring (``make dev`` calls this every
         second, so the emulated queue stays short); returns how many."""
+        if not self.audit_tap:
+            return 0
         with self._tap_lock:
             return self._drain(0)
 

@@ -5,10 +5,13 @@ loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
 ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handler, the
 demo tenants, and the audit sweeper on a timer. Ctrl-C stops everything.
 
-Nothing here grows with the requests served: the audit tap (an SQS queue on the
-bus) is drained every second into a bounded ring (``LocalAws.read_audit_events``),
-and the handler publishes audit events after each response from one worker thread
-with a bounded queue.
+Nothing here grows with the requests served. The handler publishes audit events
+after each response from one worker thread with a bounded queue. The audit tap (an
+SQS queue on the bus, so tests can read published events back) is off unless
+``MEMORY_AUDIT_TAP=1``: emulated SQS costs more CPU per event than the whole
+request; when on, it is drained every second into a bounded ring
+(``LocalAws.read_audit_events``). Either way the audit trail of a workspace is the
+admin API's ``GET /w/{workspace}/admin/audit``.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class DevStack:
     admin_url: str | None = None  # an existing server (DATABASE_URL); else embedded
     moto_seed: int | None = MOTO_SEED
     quiet: bool = False
+    audit_tap: bool = True  # an SQS queue on the audit bus (read_audit_events); see above
     # Role passwords are cluster-wide: a stack sharing a server must reuse its own.
     credentials: dict[str, str] | None = None
     postgres: EmbeddedPostgres | None = None
@@ -108,7 +112,7 @@ class DevStack:
         self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
-        self.aws = LocalAws(seed=self.moto_seed).start()
+        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap).start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
         base_url = f"http://127.0.0.1:{self.port}"
@@ -148,7 +152,8 @@ class DevStack:
         self.app.service.admin.on_key_created = self.gateway.add_audience
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
-        threading.Thread(target=self._drain_tap, daemon=True).start()
+        if self.audit_tap:
+            threading.Thread(target=self._drain_tap, daemon=True).start()
 
         self.info = {
             "url": self.gateway.mcp_url("acme"),
@@ -270,6 +275,7 @@ def main() -> None:
         root,
         port=int(os.environ.get("PORT", "8787")),
         admin_url=os.environ.get("DATABASE_URL"),
+        audit_tap=os.environ.get("MEMORY_AUDIT_TAP", "").lower() in ("1", "true", "yes", "on"),
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

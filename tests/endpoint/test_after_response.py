@@ -411,3 +411,21 @@ def test_a_failing_job_does_not_stop_the_others() -> None:
         after.submit(boom)
         after.submit(lambda: ran.append("second"))
     assert ran == ["second"]
+
+
+def test_waiting_changes_of_one_caller_are_published_together(world: Any, database: Any) -> None:
+    """Locally, the changes whose publishing waits behind a slow one are claimed in
+    one transaction and sent in one PutEvents (at most 10 entries a call)."""
+    slug, sub = member(world)
+    sink = RecordingSink()
+    worker = Worker()
+    service = service_with(database, sink, worker)
+    release = threading.Event()
+    with service.after_response.invocation("blocker"):
+        service.after_response.submit(lambda: release.wait(5))
+    for i in range(6):
+        service.handle(write_call(slug, sub, f"memory://workspace/notes/b{i}.md"))
+    release.set()
+    assert worker.wait_idle(10)
+    assert sink.calls == 1 and len(sink.entries) == 6
+    assert all(published for _, published in outbox(world.owner, slug))

@@ -14,8 +14,9 @@ the jobs are handed to a runner:
   next event. The environment takes no other request meanwhile, and the time is
   billed as part of the invocation.
 - :class:`Worker` elsewhere (``make dev``, tests): one thread that runs handed-off
-  jobs in order; its queue is bounded, and a batch that does not fit is dropped
-  (what it would have published stays in the outbox for the sweeper).
+  jobs in order, those waiting together as one batch where they can be (one
+  transaction and one ``PutEvents`` for a caller's waiting changes); its queue is
+  bounded, and what does not fit is dropped (it stays in the outbox for the sweeper).
 - :class:`Inline`: the jobs run before the handler returns (the response waits).
   The default for a service assembled without a runner, and the fallback when
   the extension cannot register.
@@ -31,13 +32,14 @@ import queue
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
-from .limits import AFTER_RESPONSE_QUEUE, EXTENSION_DEADLINE_RESERVE_S
+from .limits import AFTER_RESPONSE_BATCH, AFTER_RESPONSE_QUEUE, EXTENSION_DEADLINE_RESERVE_S
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +49,26 @@ _API_VERSION = "2020-01-01"
 
 
 def run_jobs(jobs: list[Job]) -> None:
+    """Run jobs; those with the same ``batch_key`` (and a ``run_batch``) run as one."""
+    batches: dict[Hashable, list[Job]] = {}
     for job in jobs:
-        try:
-            job()
-        except Exception:  # one failed job must not stop the others
-            logger.exception("after-response job failed")
+        key = getattr(job, "batch_key", None)
+        if key is None:
+            _run_safely(job)
+        else:
+            batches.setdefault(key, []).append(job)
+    for batch in batches.values():
+        if len(batch) == 1:
+            _run_safely(batch[0])
+        else:
+            _run_safely(partial(batch[0].run_batch, batch))  # type: ignore[attr-defined]
+
+
+def _run_safely(job: Job) -> None:
+    try:
+        job()
+    except Exception:  # one failed job must not stop the others
+        logger.exception("after-response job failed")
 
 
 class Runner(Protocol):
@@ -102,12 +119,19 @@ class Worker:
 
     def _run(self) -> None:
         while True:
-            jobs = self._queue.get()
+            # Whatever else is waiting runs with it: publishing jobs of one caller then
+            # share a transaction and their PutEvents calls (audit.PublishJob).
+            handed = [self._queue.get()]
+            while len(handed) < AFTER_RESPONSE_BATCH:
+                try:
+                    handed.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                run_jobs(jobs)
+                run_jobs([job for jobs in handed for job in jobs])
             finally:
                 with self._lock:
-                    self._pending -= 1
+                    self._pending -= len(handed)
                     if not self._pending:
                         self._idle.notify_all()
 
