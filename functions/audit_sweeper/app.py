@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from memory_server import audit, aws_config, logs
 
-logger = Logger(service="memory-server-sweeper")
+logger = logs.function_logger("memory-server-sweeper")
 logs.route_to(logger)
 _events = aws_config.events_client()  # created once per container; bounded timeouts
 _BATCH = 500

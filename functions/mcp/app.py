@@ -10,12 +10,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from memory_server import logs
 from memory_server.runtime import build_service
 
-logger = Logger(service="memory-server")
+logger = logs.function_logger("memory-server")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 

@@ -19,6 +19,13 @@ LIBRARY_LOGGERS = frozenset({"psycopg", "psycopg_pool"})
 LIBRARY_LEVEL = "WARNING"
 
 
+def function_logger(service: str) -> Logger:
+    """A function's Powertools logger whose lines name the logger they came from: the
+    ``name`` key is one of its own keys, so ``inject_lambda_context(clear_state=True)``
+    keeps it (a key appended later would be cleared at every invocation)."""
+    return Logger(service=service, name="%(name)s")
+
+
 def route_to(logger: Logger) -> None:
     """Call once the service is built (its loggers exist only once imported)."""
     copy_config_to_registered_loggers(source_logger=logger, include=set(SERVICE_LOGGERS))
