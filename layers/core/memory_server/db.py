@@ -274,10 +274,42 @@ class Database:
         transaction block for a read on loopback; through RDS Proxy, a network round
         trip less.
         """
+        return self._two_step(caller, deadline, name, params, then, True, isolation)
+
+    def change(
+        self,
+        caller: Caller,
+        deadline: Deadline,
+        name: str,
+        params: dict[str, Any],
+        *,
+        then: FollowUp,
+    ) -> list[Row]:
+        """A change as one read-write transaction of two round trips: ``BEGIN``, the
+        settings and a first statement (typically finding the record) in one; then
+        the statement ``then`` derives from its rows (the change, which raises or
+        returns ``None`` to change nothing) with ``COMMIT`` in the other. The rows
+        of the change, read after the commit.
+
+        The write path's fixed cost is its round trips (resolving the caller is one
+        more): a transaction block would spend a third on ``COMMIT`` alone.
+        """
+        return self._two_step(caller, deadline, name, params, then, False, "read committed")
+
+    def _two_step(
+        self,
+        caller: Caller,
+        deadline: Deadline,
+        name: str,
+        params: dict[str, Any],
+        then: FollowUp | None,
+        read_only: bool,
+        isolation: Isolation,
+    ) -> list[Row]:
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
-                self._begin(conn, caller, timeout_ms, True, isolation)
+                self._begin(conn, caller, timeout_ms, read_only, isolation)
                 first = sql_files.cursor(conn, name, params)
                 last: psycopg.Cursor[Row] | None = first
                 if then is not None:
