@@ -171,10 +171,46 @@ class Client:
 # -- the stack -------------------------------------------------------------------------
 
 
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) so far; 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == parent:
+                found.append(int(entry.name))
+    return found
+
+
 @dataclass
 class Stack:
     info: dict[str, Any]
     process: subprocess.Popen[bytes] | None = None
+    root: Path | None = None
+
+    def cpu(self) -> tuple[float, float] | None:
+        """CPU seconds so far of the stack's process and of its PostgreSQL (postmaster
+        and backends); None for a stack this benchmark did not start (Linux only)."""
+        if self.process is None or self.root is None:
+            return None
+        pidfile = self.root / "postgres" / "data" / "postmaster.pid"
+        try:
+            postmaster = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        database = _cpu_of(postmaster) + sum(_cpu_of(pid) for pid in _children(postmaster))
+        return _cpu_of(self.process.pid), database
 
     @property
     def url(self) -> str:
@@ -197,14 +233,16 @@ def running_stack(args: argparse.Namespace) -> Iterator[Stack]:
     root.mkdir(parents=True, exist_ok=True)
     endpoint = root / "endpoint.json"
     endpoint.unlink(missing_ok=True)
+    code = Path(args.code_root).resolve()
     env = {**os.environ, "MEMORY_DEV_DIR": str(root), "PORT": str(args.port)}
+    env["MEMORY_AUDIT_TAP"] = "1" if args.audit_tap else ""
+    # The stack runs the code under --code-root (another checkout: before/after).
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "layers" / "core"), str(ROOT / "local"), str(ROOT / "cli"), str(ROOT)]
-        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        [str(code / "layers" / "core"), str(code / "local"), str(code / "cli"), str(code)]
     )
     log = (root / "stack.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "memory_local.dev"], env=env, stdout=log, stderr=log, cwd=ROOT
+        [sys.executable, "-m", "memory_local.dev"], env=env, stdout=log, stderr=log, cwd=code
     )
     try:
         started = time.monotonic()
@@ -216,7 +254,7 @@ def running_stack(args: argparse.Namespace) -> Iterator[Stack]:
             time.sleep(0.5)
         time.sleep(0.5)  # the file is written last; let the writer finish
         progress(f"stack ready in {time.monotonic() - started:.1f}s (pid {process.pid})")
-        yield Stack(json.loads(endpoint.read_text()), process)
+        yield Stack(json.loads(endpoint.read_text()), process, root)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -442,6 +480,7 @@ def measure(
     results: dict[str, Any] = {}
     for tool in TOOLS:
         began_at = time.time()
+        cpu_before = stack.cpu()
         samples, failures, wall = run_tool(tool, plans, connections, seconds, calls)
         entry: dict[str, Any] = {
             "calls": len(samples),
@@ -449,10 +488,15 @@ def measure(
             **percentiles(samples),
             "errors": len(failures),
         }
+        if tool in CHANGES:
+            entry["audit"] = audit_delay(stack, began_at)  # waits for the last events
+        cpu_after = stack.cpu()
+        if cpu_before and cpu_after and samples:
+            # Per call, publishing after the response included (for changes).
+            entry["server_cpu_ms"] = (cpu_after[0] - cpu_before[0]) * 1000 / len(samples)
+            entry["database_cpu_ms"] = (cpu_after[1] - cpu_before[1]) * 1000 / len(samples)
         if failures:
             entry["first_error"] = failures[0]
-        if tool in CHANGES:
-            entry["audit"] = audit_delay(stack, began_at)
         results[tool] = entry
         progress(
             f"{clients:>2} clients {tool:<24} p50 {entry['p50']:6.2f} p95 {entry['p95']:6.2f} "
@@ -506,16 +550,27 @@ def table(results: dict[str, Any]) -> str:
     lines = []
     for records, by_clients in results["measurements"].items():
         lines.append(f"\n### {int(records):,} records\n")
-        lines.append("| tool | clients | p50 ms | p95 ms | p99 ms | calls/s | audit delay p95 ms |")
-        lines.append("|---|---|---|---|---|---|---|")
+        lines.append(
+            "| tool | clients | p50 ms | p95 ms | p99 ms | calls/s | audit delay p50 / p95 ms "
+            "| server CPU ms/call | database CPU ms/call |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         for tool in TOOLS:
             for clients, by_tool in by_clients.items():
                 entry = by_tool[tool]
                 audit = entry.get("audit")
-                delay = f"{audit['delay_p95_ms']:.0f}" if audit else ""
+                delay = (
+                    f"{audit['delay_p50_ms']:.0f} / {audit['delay_p95_ms']:.0f}"
+                    + (f" ({audit['unpublished']} left)" if audit["unpublished"] else "")
+                    if audit
+                    else ""
+                )
+                server = entry.get("server_cpu_ms", float("nan"))
+                database = entry.get("database_cpu_ms", float("nan"))
                 lines.append(
-                    f"| {tool} | {clients} | {entry['p50']:.2f} | {entry['p95']:.2f} | "
-                    f"{entry['p99']:.2f} | {entry['calls_per_s']:.0f} | {delay} |"
+                    f"| {tool} | {clients} | {entry['p50']:.1f} | {entry['p95']:.1f} | "
+                    f"{entry['p99']:.1f} | {entry['calls_per_s']:.0f} | {delay} | "
+                    f"{server:.1f} | {database:.1f} |"
                 )
     return "\n".join(lines)
 
@@ -524,6 +579,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--endpoint-file", help="measure a running stack (.dev/endpoint.json)")
     parser.add_argument("--root", default=str(ROOT / ".tmp" / "stack-bench"))
+    parser.add_argument(
+        "--code-root", default=str(ROOT), help="the checkout whose stack is measured"
+    )
+    parser.add_argument(
+        "--audit-tap", action="store_true", help="subscribe the SQS tap (MEMORY_AUDIT_TAP=1)"
+    )
     parser.add_argument("--port", type=int, default=8797)
     parser.add_argument("--records", default="1000,100000")
     parser.add_argument("--clients", default="1,4,16")

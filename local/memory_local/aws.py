@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import urllib.request
 import uuid
 from collections import deque
@@ -383,6 +384,23 @@ class LocalAws:
         )
         self._tap_url = queue_url
         return queue_url
+
+    def expire_idempotency_records(self, now: float | None = None) -> int:
+        """Delete idempotency records past their TTL, as DynamoDB's TTL does (moto keeps
+        them for ever); ``make dev`` calls this now and then. Returns how many."""
+        dynamodb = self._client("dynamodb")
+        cutoff = int(time.time() if now is None else now)
+        expired = 0
+        for page in dynamodb.get_paginator("scan").paginate(
+            TableName=IDEMPOTENCY_TABLE,
+            ProjectionExpression="id",
+            FilterExpression="expiration < :now",
+            ExpressionAttributeValues={":now": {"N": str(cutoff)}},
+        ):
+            for item in page.get("Items", []):
+                dynamodb.delete_item(TableName=IDEMPOTENCY_TABLE, Key={"id": item["id"]})
+                expired += 1
+        return expired
 
     # -- principals -----------------------------------------------------------
 

@@ -51,6 +51,7 @@ DATABASE = "memory"
 MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
 TAP_DRAIN_EVERY_S = 1.0
+EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -203,10 +204,14 @@ class DevStack:
         return alive
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
+        expired_at = time.monotonic()
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):
             try:
                 with psycopg.connect(auditor_url) as auditor:
                     sweep(auditor, sink, min_age=timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S))
+                if time.monotonic() - expired_at >= EXPIRE_EVERY_S and self.aws is not None:
+                    expired_at = time.monotonic()
+                    self.aws.expire_idempotency_records()
             except Exception as exc:  # keep sweeping; report why
                 print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
 

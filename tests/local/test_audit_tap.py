@@ -1,9 +1,10 @@
-"""The local audit tap stays small whatever the history (docs/contract.md §8).
+"""The local stack keeps no state that grows with history (docs/contract.md §8).
 
 Emulated SQS works over every message a queue holds on each send and remembers the
 receipt handles of every deleted message, so a tap that keeps events, or keeps one
 queue for ever, slows ``make dev`` down as it runs. The tap is drained into a
-bounded ring and its queue replaced after ``tap_rotate`` messages.
+bounded ring and its queue replaced after ``tap_rotate`` messages. Idempotency
+records expire as DynamoDB's TTL would expire them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from memory_local.aws import AUDIT_BUS, AUDIT_TAP_QUEUE, LocalAws
+from memory_local.aws import AUDIT_BUS, AUDIT_TAP_QUEUE, IDEMPOTENCY_TABLE, LocalAws
 
 
 def publish(aws: LocalAws, first: int, count: int) -> None:
@@ -79,3 +80,22 @@ def test_a_drained_tap_leaves_the_emulated_queue_empty(tap: LocalAws) -> None:
     )["Attributes"]
     assert attributes["ApproximateNumberOfMessages"] == "0"
     assert len(tap.read_audit_events()) == 30
+
+
+def test_expired_idempotency_records_are_deleted_as_dynamodb_ttl_would(
+    local_aws: LocalAws,
+) -> None:
+    """Moto keeps DynamoDB items past their TTL; make dev deletes them now and then."""
+    dynamodb = local_aws.client("dynamodb")
+    for key, expiration in (("old-1", 1000), ("old-2", 1999), ("fresh", 4000)):
+        dynamodb.put_item(
+            TableName=IDEMPOTENCY_TABLE,
+            Item={"id": {"S": f"ttl-test-{key}"}, "expiration": {"N": str(expiration)}},
+        )
+    assert local_aws.expire_idempotency_records(now=2000) >= 2
+    left = {
+        item["id"]["S"]
+        for item in dynamodb.scan(TableName=IDEMPOTENCY_TABLE)["Items"]
+        if item["id"]["S"].startswith("ttl-test-")
+    }
+    assert left == {"ttl-test-fresh"}
