@@ -236,6 +236,7 @@ def running_stack(args: argparse.Namespace) -> Iterator[Stack]:
     code = Path(args.code_root).resolve()
     env = {**os.environ, "MEMORY_DEV_DIR": str(root), "PORT": str(args.port)}
     env["MEMORY_AUDIT_TAP"] = "1" if args.audit_tap else ""
+    env["MEMORY_DEV_ASYNC_COMMIT"] = "1" if args.async_commit else ""
     # The stack runs the code under --code-root (another checkout: before/after).
     env["PYTHONPATH"] = os.pathsep.join(
         [str(code / "layers" / "core"), str(code / "local"), str(code / "cli"), str(code)]
@@ -584,6 +585,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--audit-tap", action="store_true", help="subscribe the SQS tap (MEMORY_AUDIT_TAP=1)"
+    )
+    parser.add_argument(
+        "--async-commit",
+        action="store_true",
+        help="commits do not wait for the WAL flush (MEMORY_DEV_ASYNC_COMMIT=1)",
     )
     parser.add_argument("--port", type=int, default=8797)
     parser.add_argument("--records", default="1000,100000")

@@ -81,6 +81,10 @@ class DevStack:
     moto_seed: int | None = MOTO_SEED
     quiet: bool = False
     audit_tap: bool = True  # an SQS queue on the audit bus (read_audit_events); see above
+    # False: commits do not wait for the WAL flush (MEMORY_DEV_ASYNC_COMMIT=1). On a slow
+    # or shared disk the flush is most of a write's time; a crash may then lose the
+    # last fraction of a second of changes (never corrupt them).
+    synchronous_commit: bool = True
     # Role passwords are cluster-wide: a stack sharing a server must reuse its own.
     credentials: dict[str, str] | None = None
     postgres: EmbeddedPostgres | None = None
@@ -101,7 +105,9 @@ class DevStack:
         admin_url = self.admin_url
         if admin_url is None:
             self._say("starting PostgreSQL (data in .dev/postgres)")
-            self.postgres = EmbeddedPostgres(self.root / "postgres", durable=True)
+            self.postgres = EmbeddedPostgres(
+                self.root / "postgres", durable=True, synchronous_commit=self.synchronous_commit
+            )
             admin_url = self.postgres.start()
         creds = self.credentials or _credentials(self.root / "credentials.json")
         self.roles = roles = provision(
@@ -273,6 +279,10 @@ def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
     )
 
 
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def main() -> None:
     # MEMORY_DEV_DIR: another data directory (a benchmark's own stack, say).
     root = Path(os.environ.get("MEMORY_DEV_DIR") or ROOT / ".dev")
@@ -280,7 +290,8 @@ def main() -> None:
         root,
         port=int(os.environ.get("PORT", "8787")),
         admin_url=os.environ.get("DATABASE_URL"),
-        audit_tap=os.environ.get("MEMORY_AUDIT_TAP", "").lower() in ("1", "true", "yes", "on"),
+        audit_tap=_flag("MEMORY_AUDIT_TAP"),
+        synchronous_commit=not _flag("MEMORY_DEV_ASYNC_COMMIT"),
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

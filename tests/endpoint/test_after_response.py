@@ -377,7 +377,7 @@ def test_every_change_keeps_one_event_id_when_publishing_fails_and_is_retried(
 def test_a_full_worker_queue_leaves_work_to_the_sweeper() -> None:
     started, release = threading.Event(), threading.Event()
     ran: list[int] = []
-    worker = Worker(capacity=2)
+    worker = Worker(capacity=2, linger_s=0)
     after = AfterResponse(worker)
 
     def job(i: int) -> None:
@@ -426,7 +426,7 @@ def test_waiting_changes_of_one_caller_are_published_together(world: Any, databa
     one transaction and sent in one PutEvents (at most 10 entries a call)."""
     slug, sub = member(world)
     sink = RecordingSink()
-    worker = Worker()
+    worker = Worker(linger_s=0)
     service = service_with(database, sink, worker)
     release = threading.Event()
     with service.after_response.invocation("blocker"):
@@ -437,3 +437,14 @@ def test_waiting_changes_of_one_caller_are_published_together(world: Any, databa
     assert worker.wait_idle(10)
     assert sink.calls == 1 and len(sink.entries) == 6
     assert all(published for _, published in outbox(world.owner, slug))
+
+
+def test_the_local_worker_lets_a_batch_gather_briefly(world: Any, database: Any) -> None:
+    slug, sub = member(world)
+    sink = RecordingSink()
+    worker = Worker(linger_s=2.0)
+    service = service_with(database, sink, worker)
+    for i in range(3):
+        service.handle(write_call(slug, sub, f"memory://workspace/notes/l{i}.md"))
+    assert worker.wait_idle(10)
+    assert sink.calls == 1 and len(sink.entries) == 3
