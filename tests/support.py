@@ -184,6 +184,7 @@ def using_stack(shared: SharedStack) -> Iterator[DevStack]:
 def settle_audit(dev: DevStack) -> None:
     """Publish every pending audit row now (as the auditor role), then empty the tap."""
     assert dev.aws is not None and dev.roles is not None
+    assert dev.wait_published(), "audit publishing after the responses did not finish"
     sink = EventBridgeSink(dev.aws.client("events"), dev.aws.provisioned.bus_name)
     with psycopg.connect(dev.roles.auditor_url) as auditor:
         while True:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import boto3
-from aws_lambda_powertools import Logger
-from memory_server import audit, aws_config
+from memory_server import audit, aws_config, logs
 
-logger = Logger(service="memory-server-sweeper")
-_events = boto3.client("events")  # created once per container
+logger = logs.function_logger("memory-server-sweeper")
+logs.route_to(logger)
+_events = aws_config.events_client()  # created once per container; bounded timeouts
 _BATCH = 500
 _RESERVE_MS = 5000  # stop starting batches this close to the timeout
 

@@ -10,11 +10,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from memory_server import logs
 from memory_server.runtime import build_service
 
-logger = Logger(service="memory-server")
+logger = logs.function_logger("memory-server")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
@@ -48,7 +48,11 @@ def _observe(tool: str, elapsed_ms: float, error_code: str | None) -> None:
             metric.add_dimension(name="code", value=error_code)
 
 
-service = build_service(observer=_observe)
+# single_metric prints its line even with POWERTOOLS_METRICS_DISABLED (make dev sets
+# it): a disabled metric is not observed at all.
+_metrics_on = os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() not in ("1", "true")
+service = build_service(observer=_observe if _metrics_on else None)
+logs.route_to(logger)  # memory_server.* and the pool's loggers: JSON, the request's keys
 
 
 @_traced

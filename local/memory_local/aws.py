@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import urllib.request
+import uuid
+from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -45,6 +48,13 @@ AUDIT_BUS = "memory-audit"
 AUDIT_SOURCE = "memory-server"
 AUDIT_TAP_QUEUE = "memory-audit-tap"
 AUDIT_TAP_RULE = "memory-audit-tap"
+AUDIT_TAP_TARGET = "audit-tap"
+# The tap must not grow with history (docs/contract.md §8): emulated SQS works over
+# every message a queue holds on each send, and keeps every deleted message's
+# receipt handles. So the queue is drained often into a ring of the latest events,
+# and replaced by a fresh one after TAP_ROTATE messages.
+TAP_KEEP = 10_000  # events held for read_audit_events; older ones are dropped
+TAP_ROTATE = 5_000
 
 # Moto accepts any credentials; fixed fake ones keep a developer's real keys (and
 # session token) out of every request sent here.
@@ -75,7 +85,8 @@ class Provisioned:
     issuer: str
     table_name: str
     bus_name: str
-    queue_url: str
+    # The tap queue when provisioned; it is replaced as events flow (TAP_ROTATE).
+    queue_url: str = field(compare=False)
     scopes: tuple[str, ...] = MEMORY_SCOPES
     signin_table: str = SIGNIN_TABLE
 
@@ -88,7 +99,10 @@ class LocalAws:
     random generator, so a fresh process that provisions the same things in the
     same order gets the same pool id, client ids, secrets and user ``sub`` values
     (tokens and personal memories then survive a restart of ``make dev``); it is
-    process-global, so leave it ``None`` in tests.
+    process-global, so leave it ``None`` in tests. ``audit_tap`` subscribes a queue
+    to the audit bus so published events can be read back (``read_audit_events``);
+    emulated SQS costs tens of milliseconds of CPU an event, so ``make dev`` leaves
+    it off unless asked (``MEMORY_AUDIT_TAP=1``).
     """
 
     def __init__(
@@ -100,6 +114,9 @@ class LocalAws:
         endpoint_url: str | None = None,
         seed: int | None = None,
         quiet: bool = True,
+        audit_tap: bool = True,
+        tap_keep: int = TAP_KEEP,
+        tap_rotate: int = TAP_ROTATE,
     ) -> None:
         self.region = region
         self.host = host
@@ -113,6 +130,14 @@ class LocalAws:
         self._session_lock = threading.Lock()
         self._session: Any = None
         self._provisioned: Provisioned | None = None
+        # The audit tap: the queue the rule delivers to now, and what was drained.
+        self.audit_tap = audit_tap
+        self._tap_lock = threading.Lock()
+        self._tap_url = ""
+        self._tap_taken = 0  # messages taken from the current queue
+        self.tap_keep, self.tap_rotate = tap_keep, tap_rotate
+        self._tap_events: deque[tuple[int, dict[str, Any]]] = deque()
+        self.tap_dropped = 0  # events pushed out of the ring before anyone read them
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -221,7 +246,10 @@ class LocalAws:
         self._ensure_idempotency_table()
         self._ensure_signin_table()
         self._ensure_bus()
-        queue_url = self._ensure_audit_tap()
+        queue_url = ""
+        if self.audit_tap:
+            with self._tap_lock:
+                queue_url = self._ensure_audit_tap()
         self._provisioned = Provisioned(
             region=self.region,
             user_pool_id=pool_id,
@@ -339,14 +367,29 @@ class LocalAws:
         except events.exceptions.ResourceNotFoundException:
             events.create_event_bus(Name=AUDIT_BUS)
 
-    def _ensure_audit_tap(self) -> str:
+    def _current_tap_queue(self) -> str | None:
+        """The name of the queue the tap rule delivers to (None: no rule or target)."""
+        events = self._client("events")
+        try:
+            targets = events.list_targets_by_rule(Rule=AUDIT_TAP_RULE, EventBusName=AUDIT_BUS)
+        except events.exceptions.ResourceNotFoundException:
+            return None
+        for target in targets.get("Targets", []):
+            if target["Id"] == AUDIT_TAP_TARGET:
+                return str(target["Arn"]).rsplit(":", 1)[1]
+        return None
+
+    def _ensure_audit_tap(self, name: str | None = None) -> str:
         """A queue subscribed to the bus, so tests can read back published events.
 
         EventBridge keeps nothing that can be queried afterwards; in AWS one would
-        subscribe a queue or a log group the same way.
+        subscribe a queue or a log group the same way. The queue is the one the rule
+        already delivers to (it is replaced as events flow: ``TAP_ROTATE``), or
+        ``name``, or a first one.
         """
         sqs, events = self._client("sqs"), self._client("events")
-        queue_url = str(sqs.create_queue(QueueName=AUDIT_TAP_QUEUE)["QueueUrl"])  # idempotent
+        name = name or self._current_tap_queue() or AUDIT_TAP_QUEUE
+        queue_url = str(sqs.create_queue(QueueName=name)["QueueUrl"])  # idempotent
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
@@ -360,9 +403,27 @@ class LocalAws:
         events.put_targets(
             Rule=AUDIT_TAP_RULE,
             EventBusName=AUDIT_BUS,
-            Targets=[{"Id": "audit-tap", "Arn": queue_arn}],
+            Targets=[{"Id": AUDIT_TAP_TARGET, "Arn": queue_arn}],
         )
+        self._tap_url = queue_url
         return queue_url
+
+    def expire_idempotency_records(self, now: float | None = None) -> int:
+        """Delete idempotency records past their TTL, as DynamoDB's TTL does (moto keeps
+        them for ever); ``make dev`` calls this now and then. Returns how many."""
+        dynamodb = self._client("dynamodb")
+        cutoff = int(time.time() if now is None else now)
+        expired = 0
+        for page in dynamodb.get_paginator("scan").paginate(
+            TableName=IDEMPOTENCY_TABLE,
+            ProjectionExpression="id",
+            FilterExpression="expiration < :now",
+            ExpressionAttributeValues={":now": {"N": str(cutoff)}},
+        ):
+            for item in page.get("Items", []):
+                dynamodb.delete_item(TableName=IDEMPOTENCY_TABLE, Key={"id": item["id"]})
+                expired += 1
+        return expired
 
     # -- principals -----------------------------------------------------------
 
@@ -433,15 +494,46 @@ class LocalAws:
     # -- audit ----------------------------------------------------------------
 
     def read_audit_events(self, wait_s: float = 0.0) -> list[dict[str, Any]]:
-        """Drain the audit tap: every event published since the last call, oldest first.
+        """Every event published since the last call, oldest first (as far as the
+        ring holds them: the latest ``TAP_KEEP``).
 
         Moto delivers to the queue inside ``PutEvents``, so no wait is needed here;
         ``wait_s`` (long polling, whole seconds) is for a real, asynchronous bus.
         """
+        if not self.audit_tap:
+            raise RuntimeError("this LocalAws has no audit tap (audit_tap=False)")
+        with self._tap_lock:
+            self._drain(int(wait_s))
+            # A standard queue does not promise order; the send time restores it.
+            ordered = sorted(self._tap_events, key=lambda pair: pair[0])
+            self._tap_events.clear()
+        return [event for _, event in ordered]
+
+    def drain_audit_tap(self) -> int:
+        """Move what the tap queue holds into the ring (``make dev`` calls this every
+        second, so the emulated queue stays short); returns how many."""
+        if not self.audit_tap:
+            return 0
+        with self._tap_lock:
+            return self._drain(0)
+
+    def _drain(self, wait: int) -> int:
+        if not self._tap_url:
+            self._ensure_audit_tap()
+        try:
+            moved = self._receive_all(self._tap_url, wait)
+        except self._client("sqs").exceptions.QueueDoesNotExist:
+            # Replaced by another LocalAws on the same server: follow the rule.
+            self._ensure_audit_tap()
+            moved = self._receive_all(self._tap_url, wait)
+        self._tap_taken += moved
+        if self._tap_taken >= self.tap_rotate:
+            moved += self._rotate()
+        return moved
+
+    def _receive_all(self, queue_url: str, wait: int) -> int:
         sqs = self._client("sqs")
-        queue_url = self.provisioned.queue_url
-        received: list[tuple[int, dict[str, Any]]] = []
-        wait = int(wait_s)
+        moved = 0
         while True:
             response = sqs.receive_message(
                 QueueUrl=queue_url,
@@ -451,11 +543,14 @@ class LocalAws:
             )
             messages = response.get("Messages", [])
             if not messages:
-                break
+                return moved
             wait = 0
             for message in messages:
+                while len(self._tap_events) >= self.tap_keep:
+                    self._tap_events.popleft()
+                    self.tap_dropped += 1
                 sent = int(message["Attributes"]["SentTimestamp"])
-                received.append((sent, json.loads(message["Body"])))
+                self._tap_events.append((sent, json.loads(message["Body"])))
             sqs.delete_message_batch(
                 QueueUrl=queue_url,
                 Entries=[
@@ -463,8 +558,17 @@ class LocalAws:
                     for i, m in enumerate(messages)
                 ],
             )
-        # A standard queue does not promise order; the send time restores it.
-        return [event for _, event in sorted(received, key=lambda pair: pair[0])]
+            moved += len(messages)
+
+    def _rotate(self) -> int:
+        """Point the rule at a fresh queue, drain the old one, delete it."""
+        old_url = self._tap_url
+        # The rule's target is now the new queue.
+        self._ensure_audit_tap(f"{AUDIT_TAP_QUEUE}-{uuid.uuid4().hex[:12]}")
+        moved = self._receive_all(old_url, 0)  # what arrived before the switch
+        self._client("sqs").delete_queue(QueueUrl=old_url)
+        self._tap_taken = 0
+        return moved
 
 
 def _pages(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:

@@ -6,6 +6,14 @@ loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
 function, the Lambda authorizer, the management function), the local stand-in for
 the user pool's sign-in and token endpoints, the demo tenants, and the audit sweeper
 on a timer. Ctrl-C stops everything.
+
+Nothing here grows with the requests served. The handler publishes audit events
+after each response from one worker thread with a bounded queue. The audit tap (an
+SQS queue on the bus, so tests can read published events back) is off unless
+``MEMORY_AUDIT_TAP=1``: emulated SQS costs more CPU per event than the whole
+request; when on, it is drained every second into a bounded ring
+(``LocalAws.read_audit_events``). Either way the audit trail of a workspace is the
+admin API's ``GET /w/{workspace}/admin/audit``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from memory_server import migrate
 from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.audit import EventBridgeSink, sweep
+from memory_server.limits import AUDIT_SWEEP_MIN_AGE_S
 from memory_server.provision import Passwords, Provisioned, provision
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
@@ -48,6 +57,8 @@ DATABASE = "memory"
 MANAGEMENT_FUNCTION = "ManagementFunction"
 MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
+TAP_DRAIN_EVERY_S = 1.0
+EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -80,6 +91,11 @@ class DevStack:
     admin_url: str | None = None  # an existing server (DATABASE_URL); else embedded
     moto_seed: int | None = MOTO_SEED
     quiet: bool = False
+    audit_tap: bool = True  # an SQS queue on the audit bus (read_audit_events); see above
+    # False: commits do not wait for the WAL flush (MEMORY_DEV_ASYNC_COMMIT=1). On a slow
+    # or shared disk the flush is most of a write's time; a crash may then lose the
+    # last fraction of a second of changes (never corrupt them).
+    synchronous_commit: bool = True
     # Role passwords are cluster-wide: a stack sharing a server must reuse its own.
     credentials: dict[str, str] | None = None
     postgres: EmbeddedPostgres | None = None
@@ -102,7 +118,9 @@ class DevStack:
         admin_url = self.admin_url
         if admin_url is None:
             self._say("starting PostgreSQL (data in .dev/postgres)")
-            self.postgres = EmbeddedPostgres(self.root / "postgres", durable=True)
+            self.postgres = EmbeddedPostgres(
+                self.root / "postgres", durable=True, synchronous_commit=self.synchronous_commit
+            )
             admin_url = self.postgres.start()
         creds = self.credentials or _credentials(self.root / "credentials.json")
         self.roles = roles = provision(
@@ -114,7 +132,7 @@ class DevStack:
         self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
-        self.aws = LocalAws(seed=self.moto_seed).start()
+        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap).start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
         # Listening first, so the port (PORT, or any free one) is known before the
@@ -179,6 +197,8 @@ class DevStack:
         self.gateway.authorizer_handler = authorizer.handle
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
+        if self.audit_tap:
+            threading.Thread(target=self._drain_tap, daemon=True).start()
 
         self.info = {
             "url": self.gateway.mcp_url("acme"),
@@ -227,12 +247,31 @@ class DevStack:
                 response.read()
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
+        expired_at = time.monotonic()
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):
             try:
                 with psycopg.connect(auditor_url) as auditor:
-                    sweep(auditor, sink, min_age=timedelta(seconds=SWEEP_EVERY_S))
+                    sweep(auditor, sink, min_age=timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S))
+                if time.monotonic() - expired_at >= EXPIRE_EVERY_S and self.aws is not None:
+                    expired_at = time.monotonic()
+                    self.aws.expire_idempotency_records()
             except Exception as exc:  # keep sweeping; report why
                 print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+
+    def _drain_tap(self) -> None:
+        """Keep the emulated audit queue short (see ``LocalAws.read_audit_events``)."""
+        while not self._stop_sweeper.wait(TAP_DRAIN_EVERY_S):
+            try:
+                assert self.aws is not None
+                self.aws.drain_audit_tap()
+            except Exception as exc:  # keep draining; report why
+                print(f"[dev] audit tap drain failed: {exc}", file=sys.stderr)
+
+    def wait_published(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the handler has run the audit publishing it owes after its
+        responses (tests read the tap right after a call)."""
+        assert self.app is not None
+        return bool(self.app.service.after_response.wait_idle(timeout_s))
 
     def stop(self) -> None:
         self._stop_sweeper.set()
@@ -282,17 +321,29 @@ def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
     )
 
 
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def main() -> None:
+    # MEMORY_DEV_DIR: another data directory (a benchmark's own stack, say).
+    root = Path(os.environ.get("MEMORY_DEV_DIR") or ROOT / ".dev")
     stack = DevStack(
-        ROOT / ".dev",
+        root,
         port=int(os.environ.get("PORT", "8787")),
         admin_url=os.environ.get("DATABASE_URL"),
+        audit_tap=_flag("MEMORY_AUDIT_TAP"),
+        synchronous_commit=not _flag("MEMORY_DEV_ASYNC_COMMIT"),
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
         info = stack.start()
-        print(client_instructions(info, ".dev/endpoint.json"), flush=True)
+        endpoint_file = root / "endpoint.json"
+        shown = (
+            endpoint_file.relative_to(ROOT) if endpoint_file.is_relative_to(ROOT) else endpoint_file
+        )
+        print(client_instructions(info, str(shown)), flush=True)
         while not stopping.wait(0.5):
             pass
     except KeyboardInterrupt:

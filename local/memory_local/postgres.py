@@ -63,6 +63,9 @@ class EmbeddedPostgres:
     root: Path
     port: int = 0
     durable: bool = True  # False for throwaway test clusters: no fsync
+    # False: a commit does not wait for its WAL flush (data stays consistent; a crash
+    # may lose the last fraction of a second of commits). make dev's opt-in.
+    synchronous_commit: bool = True
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -142,6 +145,8 @@ class EmbeddedPostgres:
         }
         if not self.durable:
             settings |= {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+        elif not self.synchronous_commit:
+            settings |= {"synchronous_commit": "off"}
         args = [str(find_bin_dir() / "postgres"), "-D", str(self.data_dir)]
         for name, value in settings.items():
             args += ["-c", f"{name}={value}"]

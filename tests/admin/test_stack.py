@@ -150,6 +150,7 @@ def test_an_agent_key_authenticates_reaches_its_tools_and_dies_on_revocation(sta
 
     trail = [e["operation"] for e in api.get("/audit").json()["events"]]
     assert trail[:3] == ["agent_key.revoke", "agent_key.create", "agent_key.create"]
+    assert stack.wait_published()  # events are published after the responses
     published = [e["detail"]["operation"] for e in stack.aws.read_audit_events()]
     assert published == ["agent_key.create", "agent_key.create", "agent_key.revoke"]
 

@@ -259,6 +259,7 @@ def test_retried_remember_replays_and_each_change_has_one_event(stack) -> None: 
 
     first, again, written = run(scenario())
     assert again == {**first, "replayed": True}
+    assert stack.wait_published()  # events are published after the responses
     # The sweeper may publish other records' events meanwhile (the demo seed writes
     # without a publisher, so its rows wait for a sweep): count this test's records.
     events = [

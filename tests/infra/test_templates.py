@@ -338,6 +338,8 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
     assert env["SIGNIN_TABLE"] == {"Ref": "SigninTable"}
     assert "USER_POOL_ID" not in env and "AUTH_ISSUER" not in env
     assert env["DB_IAM_AUTH"] == "true"
+    # The X-Ray SDK is imported only when traces are recorded.
+    assert env["POWERTOOLS_TRACE_DISABLED"] == {"Fn::If": ["TracingActive", "false", "true"]}
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
     assert env["AUDIT_BUS_NAME"] == {"Ref": "AuditBus"}
     # The cursor key is not in the configuration: only where to read it.

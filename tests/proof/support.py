@@ -350,9 +350,11 @@ class Inspector:
     # -- audit ----------------------------------------------------------------
 
     def sweep(self) -> tuple[int, int]:
-        """Run the sweeper now (as the auditor role), whatever the rows' age."""
+        """Run the sweeper now (as the auditor role), whatever the rows' age, once the
+        handler has finished what it publishes after its responses."""
         aws = self.stack.aws
         assert aws is not None
+        assert self.stack.wait_published(), "audit publishing after the responses hung"
         sink = EventBridgeSink(aws.client("events"), aws.provisioned.bus_name)
         total = (0, 0)
         with psycopg.connect(self.auditor_url) as auditor:
@@ -365,6 +367,7 @@ class Inspector:
     def drain_events(self) -> list[dict[str, Any]]:
         aws = self.stack.aws
         assert aws is not None
+        self.stack.wait_published()
         return aws.read_audit_events()
 
     def settle_audit(self) -> None:

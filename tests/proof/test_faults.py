@@ -693,6 +693,7 @@ def test_changes_commit_without_eventbridge_and_the_sweeper_delivers_once(
     events.delete_event_bus(Name=bus)
     try:
         outcomes = run(changes())
+        assert stack.wait_published()  # the attempts after the responses have failed
         ids = _folder_ids(inspector, folder)
         pending = inspector.one(
             "SELECT count(*) FROM memory.audit_outbox WHERE memory_id = ANY(%s::uuid[]) "

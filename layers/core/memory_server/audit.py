@@ -1,25 +1,33 @@
-"""Audit events: outbox rows published to EventBridge after commit.
+"""Audit events: outbox rows published to EventBridge after the response.
 
-Each committed change wrote one outbox row in its own transaction. The endpoint
-publishes its request's rows right after commit; the sweeper publishes whatever is
-still unpublished (a crash, an EventBridge outage). Rows are claimed with
-``FOR UPDATE SKIP LOCKED`` and marked in the same transaction as the ``PutEvents``
-call, so the two never publish the same row concurrently. Events carry no content.
+Each committed change wrote one outbox row in its own transaction: the outbox is the
+source of truth. :class:`Publisher` is the one post-commit hook (MCP tools and admin
+actions): it hands the publishing of the request's rows to :mod:`.after_response`,
+so it happens once the response has gone (in Lambda, the invocation's post-invoke
+phase). The sweeper publishes whatever is still unpublished after
+``AUDIT_SWEEP_MIN_AGE_S`` (a function killed after its response, an EventBridge
+outage). Rows are claimed with ``FOR UPDATE SKIP LOCKED`` and marked in the same
+transaction as the ``PutEvents`` call, so the two never publish the same row
+concurrently; a row published but not marked (the connection lost in between) is
+published again under the same ``event_id``: at least once. Events carry no content.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Protocol
 
 import psycopg
 
 from . import sql_files
+from .after_response import AfterResponse
 from .caller import Caller, Deadline
 from .db import Database
+from .limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
 from .records import iso
 
 logger = logging.getLogger(__name__)
@@ -69,30 +77,78 @@ def event_entry(workspace: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def publish_request(db: Database, caller: Caller, sink: EventSink) -> int:
     """Publish this request's audit rows; what fails stays for the sweeper."""
-    with db.transaction(caller, Deadline.after(2.0)) as conn:
-        rows = sql_files.rows(
-            conn,
-            "request_audit_rows",
-            {"workspace_id": caller.workspace_id, "request_id": caller.request_id},
-        )
+    return publish_requests(db, [caller], sink)
+
+
+def publish_requests(db: Database, callers: Sequence[Caller], sink: EventSink) -> int:
+    """Publish the audit rows of several requests of callers with the same settings
+    (so the same row-level view) in one transaction and as few ``PutEvents`` as the
+    rows need; what fails stays for the sweeper. Returns how many were published."""
+    first = callers[0]
+    with db.transaction(first, Deadline.after(AUDIT_PUBLISH_DEADLINE_S)) as conn:
+        sql_files.run(conn, "publish_commit_async")
+        claims = [
+            sql_files.cursor(
+                conn,
+                "request_audit_rows",
+                {"workspace_id": caller.workspace_id, "request_id": caller.request_id},
+            )
+            for caller in callers
+        ]
+        rows = [row for claim in claims for row in claim.fetchall()]
         if not rows:
             return 0
-        sent = sink.put([event_entry(caller.workspace, row) for row in rows])
+        sent = sink.put([event_entry(first.workspace, row) for row in rows])
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
         sql_files.run(
-            conn, "mark_audit_published", {"workspace_id": caller.workspace_id, "ids": ids}
+            conn, "mark_audit_published", {"workspace_id": first.workspace_id, "ids": ids}
         )
         return len(ids)
 
 
 def publish_or_defer(db: Database, caller: Caller, sink: EventSink | None) -> None:
     """Publish after a committed change; on any failure the sweeper delivers later."""
-    if sink is None:
-        return
+    if sink is not None:
+        _publish_or_defer(db, [caller], sink)
+
+
+def _publish_or_defer(db: Database, callers: Sequence[Caller], sink: EventSink) -> None:
     try:
-        publish_request(db, caller, sink)
-    except Exception:  # the change is committed; its outbox row waits for the sweeper
-        logger.warning("audit publish deferred to the sweeper", exc_info=True)
+        publish_requests(db, callers, sink)
+    except Exception:  # the changes are committed; their outbox rows wait for the sweeper
+        logger.warning(
+            "audit publish deferred to the sweeper",
+            exc_info=True,
+            extra={
+                "workspace": callers[0].workspace,
+                "audit_request_ids": [caller.request_id for caller in callers],
+            },
+        )
+
+
+@dataclass(frozen=True)
+class PublishJob:
+    """The post-response job of one request that changed something.
+
+    Jobs with the same ``batch_key`` (same database, sink and caller settings but the
+    request) can run as one: :meth:`run_batch` publishes their rows together, which
+    the local worker does when several are waiting (``after_response.run_jobs``).
+    """
+
+    db: Database
+    caller: Caller
+    sink: EventSink
+
+    @property
+    def batch_key(self) -> Hashable:
+        return (id(self.db), id(self.sink), replace(self.caller, request_id=None))
+
+    def __call__(self) -> None:
+        _publish_or_defer(self.db, [self.caller], self.sink)
+
+    @staticmethod
+    def run_batch(jobs: Sequence[PublishJob]) -> None:
+        _publish_or_defer(jobs[0].db, [job.caller for job in jobs], jobs[0].sink)
 
 
 def sweep(
@@ -100,7 +156,7 @@ def sweep(
     sink: EventSink,
     *,
     limit: int = 500,
-    min_age: timedelta = timedelta(seconds=30),
+    min_age: timedelta = timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S),
 ) -> tuple[int, int]:
     """Publish unpublished rows older than ``min_age`` across workspaces.
 
@@ -120,11 +176,17 @@ def sweep(
 
 class Publisher:
     """The one post-commit hook: after a request that changed something (an MCP tool
-    or an admin action) has committed, publish that request's audit rows."""
+    or an admin action) has committed, publish that request's audit rows once its
+    response has gone (``after_response``; without one, before it returns)."""
 
-    def __init__(self, db: Database, sink: EventSink | None) -> None:
+    def __init__(
+        self, db: Database, sink: EventSink | None, after_response: AfterResponse | None = None
+    ) -> None:
         self.db = db
         self.sink = sink
+        self.after_response = after_response or AfterResponse()
 
     def after_commit(self, caller: Caller) -> None:
-        publish_or_defer(self.db, caller, self.sink)
+        if self.sink is None:
+            return
+        self.after_response.submit(PublishJob(self.db, caller, self.sink))

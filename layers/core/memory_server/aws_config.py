@@ -131,6 +131,23 @@ def cursor_secret(env: Mapping[str, str] = os.environ, *, client: Any = None) ->
     return _SECRETS[arn, version]
 
 
+def events_client() -> Any:
+    """An EventBridge client whose ``PutEvents`` gives up within seconds: publishing
+    after the response is bounded (limits: ``EVENTS_*``), and what does not make it
+    waits in the outbox for the sweeper."""
+    import boto3
+    from botocore.config import Config
+
+    from .limits import EVENTS_CONNECT_TIMEOUT_S, EVENTS_MAX_ATTEMPTS, EVENTS_READ_TIMEOUT_S
+
+    config = Config(
+        connect_timeout=EVENTS_CONNECT_TIMEOUT_S,
+        read_timeout=EVENTS_READ_TIMEOUT_S,
+        retries={"total_max_attempts": EVENTS_MAX_ATTEMPTS, "mode": "standard"},
+    )
+    return boto3.client("events", config=config)
+
+
 def resolve(conninfo: Conninfo) -> str:
     return conninfo() if callable(conninfo) else conninfo
 

@@ -36,6 +36,14 @@ from . import sql_files
 from .caller import Caller, Deadline
 from .errors import ToolError
 from .grants import sorted_grants
+from .limits import (
+    DB_CONNECT_TIMEOUT_S,
+    DB_KEEPALIVES_COUNT,
+    DB_KEEPALIVES_IDLE_S,
+    DB_KEEPALIVES_INTERVAL_S,
+    DB_POOL_TIMEOUT_S,
+    DB_TCP_USER_TIMEOUT_MS,
+)
 from .sql_files import Row
 
 logger = logging.getLogger(__name__)
@@ -57,6 +65,21 @@ _BEGIN: dict[tuple[Isolation, bool], bytes] = {
 
 _COMMIT = b"COMMIT"
 _ROLLBACK = b"ROLLBACK"
+
+# Client-side bounds on every connection (libpq parameters; TCP only): connecting
+# gives up after connect_timeout, and a peer that stops answering (a black-holed
+# proxy, a failed-over writer) is noticed by TCP keepalives while the client waits
+# for a result, or by the user timeout while what it sent goes unacknowledged.
+# Without them such a connection holds its pool slot (with a pool of one, every
+# request) until the kernel gives up, which takes minutes.
+CONNECTION_OPTIONS: dict[str, Any] = {
+    "connect_timeout": DB_CONNECT_TIMEOUT_S,
+    "keepalives": 1,
+    "keepalives_idle": DB_KEEPALIVES_IDLE_S,
+    "keepalives_interval": DB_KEEPALIVES_INTERVAL_S,
+    "keepalives_count": DB_KEEPALIVES_COUNT,
+    "tcp_user_timeout": DB_TCP_USER_TIMEOUT_MS,
+}
 
 
 def pg_array(values: list[str]) -> str:
@@ -119,17 +142,27 @@ class Database:
         self, conninfo: str | Callable[[], str], *, min_size: int = 1, max_size: int = 4
     ) -> None:
         self.liveness = Liveness()
-        self.pool: ConnectionPool[Connection] = ConnectionPool(
-            conninfo,
-            min_size=min_size,
-            max_size=max_size,
+        self._conninfo = conninfo
+        self._sizes = (min_size, max_size)
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[Connection]:
+        return ConnectionPool(
+            self._conninfo,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
             # No server-side prepared statements: a generic plan chosen after a few
             # executions ignores the parameter values that make the listing and
             # search predicates selective (measured: 1.9 ms custom vs 690 ms generic
             # for a list page), and prepared statements would pin RDS Proxy sessions.
-            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
+            kwargs={
+                **CONNECTION_OPTIONS,
+                "row_factory": dict_row,
+                "autocommit": True,
+                "prepare_threshold": None,
+            },
             open=True,
-            timeout=5.0,
+            timeout=DB_POOL_TIMEOUT_S,
             # Connections are checked on checkout by _checked_out (not the pool's
             # ``check``, which sleeps a backoff of a second or more after each dead one).
             reset=self.liveness.returned,
@@ -137,6 +170,28 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+
+    def suspend(self, settle_s: float = 2.0) -> None:
+        """Before a SnapStart snapshot: close every connection and the pool's threads,
+        so no connection (or IAM token) is frozen into the snapshot.
+
+        A connection just used is handed back by a pool worker (the ``reset`` hook);
+        one still on its way when the pool closes would never be closed, so the
+        pool first settles (nothing is in flight during a snapshot hook).
+        """
+        give_up = time.monotonic() + settle_s
+        while time.monotonic() < give_up:
+            stats = self.pool.get_stats()
+            if stats.get("pool_available", 0) >= stats.get("pool_size", 0):
+                break
+            time.sleep(0.005)
+        self.pool.close()
+
+    def resume(self) -> None:
+        """After a restore: a new pool (a closed one cannot be reopened); it connects
+        in the background, and each connection signs a fresh IAM token."""
+        if self.pool.closed:
+            self.pool = self._new_pool()
 
     @contextmanager
     def _checked_out(self, timeout_s: float | None) -> Iterator[Connection]:
@@ -225,10 +280,42 @@ class Database:
         transaction block for a read on loopback; through RDS Proxy, a network round
         trip less.
         """
+        return self._two_step(caller, deadline, name, params, then, True, isolation)
+
+    def change(
+        self,
+        caller: Caller,
+        deadline: Deadline,
+        name: str,
+        params: dict[str, Any],
+        *,
+        then: FollowUp,
+    ) -> list[Row]:
+        """A change as one read-write transaction of two round trips: ``BEGIN``, the
+        settings and a first statement (typically finding the record) in one; then
+        the statement ``then`` derives from its rows (the change, which raises or
+        returns ``None`` to change nothing) with ``COMMIT`` in the other. The rows
+        of the change, read after the commit.
+
+        The write path's fixed cost is its round trips (resolving the caller is one
+        more): a transaction block would spend a third on ``COMMIT`` alone.
+        """
+        return self._two_step(caller, deadline, name, params, then, False, "read committed")
+
+    def _two_step(
+        self,
+        caller: Caller,
+        deadline: Deadline,
+        name: str,
+        params: dict[str, Any],
+        then: FollowUp | None,
+        read_only: bool,
+        isolation: Isolation,
+    ) -> list[Row]:
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
-                self._begin(conn, caller, timeout_ms, True, isolation)
+                self._begin(conn, caller, timeout_ms, read_only, isolation)
                 first = sql_files.cursor(conn, name, params)
                 last: psycopg.Cursor[Row] | None = first
                 if then is not None:

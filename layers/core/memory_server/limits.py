@@ -12,6 +12,29 @@ ADMIN_DEADLINE_S = 5.0  # admin API calls (a few more statements, still interact
 LAMBDA_RESERVE_S = 0.5  # left to answer before Lambda itself gives up
 MIN_DEADLINE_S = 0.05
 
+# -- Database connections (db.py); a black-holed connection must fail, not hang ------
+DB_POOL_TIMEOUT_S = 5.0  # waiting for a pooled connection, at most (a call's deadline is less)
+DB_CONNECT_TIMEOUT_S = 2  # libpq connect_timeout (whole seconds; libpq's minimum is 2)
+DB_KEEPALIVES_IDLE_S = 3  # silence before the first TCP keepalive probe
+DB_KEEPALIVES_INTERVAL_S = 1
+DB_KEEPALIVES_COUNT = 2  # unanswered probes before the connection is dropped
+DB_TCP_USER_TIMEOUT_MS = 4000  # data sent but unacknowledged this long: connection dropped
+
+# -- Audit publishing (audit.py, after_response.py; docs/contract.md §5) -------------
+# After the response, a change's events are published within these bounds, or left
+# to the sweeper: the publishing transaction's deadline, and PutEvents' timeouts.
+AUDIT_PUBLISH_DEADLINE_S = 2.0
+EVENTS_CONNECT_TIMEOUT_S = 1.0
+EVENTS_READ_TIMEOUT_S = 1.0
+EVENTS_MAX_ATTEMPTS = 2  # PutEvents tries, the first included
+# The sweeper leaves younger rows to the request that wrote them (longer than the
+# bounds above); rows older than this are published by its next run.
+AUDIT_SWEEP_MIN_AGE_S = 10
+AFTER_RESPONSE_QUEUE = 1000  # invocations waiting for the local worker; beyond: the sweeper
+AFTER_RESPONSE_BATCH = 10  # waiting invocations the local worker runs together (PutEvents: 10)
+AFTER_RESPONSE_LINGER_S = 0.05  # how long the local worker lets a batch gather
+EXTENSION_DEADLINE_RESERVE_S = 0.5  # the extension stops waiting this before the deadline
+
 # -- Response budgets (bytes are counted on the serialized JSON-RPC response) ---------
 RESPONSE_MAX_BYTES = 8192
 SEARCH_MAX_HITS = 8

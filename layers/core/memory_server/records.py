@@ -181,10 +181,20 @@ def resolve(
 
 def conflict_or_gone(conn: Connection, caller: Caller, record_id: uuid.UUID) -> ToolError:
     """Explain a conditional change that matched no row, within the caller's view only."""
-    row = sql_files.one(conn, "current_revision", {**view(caller), "id": record_id})
-    if row is None:
+    return explain_miss(sql_files.one(conn, *current_revision_statement(caller, record_id)))
+
+
+def explain_miss(current: dict[str, Any] | None) -> ToolError:
+    """``not_found`` when the record left the view, else the conflict at its revision."""
+    if current is None:
         return not_found()
-    return conflict(row["revision"])
+    return conflict(current["revision"])
+
+
+def current_revision_statement(caller: Caller, record_id: uuid.UUID) -> tuple[str, dict[str, Any]]:
+    """What explains a conditional change that matched no row (:func:`conflict_or_gone`),
+    for a read of its own after the change's transaction."""
+    return "current_revision", {**view(caller), "id": record_id}
 
 
 def conflict(current_revision: int) -> ToolError:
@@ -210,6 +220,26 @@ def _content(
     }
 
 
+def create_statement(
+    caller: Caller,
+    address: RecordAddress,
+    *,
+    context_key: str,
+    body: str,
+    source: str | None,
+    operation: Operation,
+) -> tuple[str, dict[str, Any]]:
+    """The statement that creates a record with its revision and audit rows (no row
+    back: the address was taken concurrently)."""
+    params = {
+        **view(caller),
+        **_content(address, body, source, operation),
+        "owner_id": caller.owner_for(address.namespace),
+        "context_key": context_key,
+    }
+    return "create_record", params
+
+
 def create(
     conn: Connection,
     caller: Caller,
@@ -220,13 +250,31 @@ def create(
     source: str | None,
     operation: Operation,
 ) -> dict[str, Any] | None:
+    statement = create_statement(
+        caller, address, context_key=context_key, body=body, source=source, operation=operation
+    )
+    return sql_files.one(conn, *statement)
+
+
+def change_statement(
+    caller: Caller,
+    record_id: uuid.UUID,
+    address: RecordAddress,
+    *,
+    expected_revision: int,
+    body: str,
+    source: str | None,
+    operation: Operation,
+) -> tuple[str, dict[str, Any]]:
+    """The conditional change of a visible record at ``expected_revision``, with its
+    revision and audit rows (no row back: a conflict, or it left the view)."""
     params = {
         **view(caller),
         **_content(address, body, source, operation),
-        "owner_id": caller.owner_for(address.namespace),
-        "context_key": context_key,
+        "id": record_id,
+        "expected_revision": expected_revision,
     }
-    return sql_files.one(conn, "create_record", params)
+    return "change_record", params
 
 
 def change(
@@ -241,13 +289,16 @@ def change(
     operation: Operation,
 ) -> dict[str, Any]:
     """Conditionally replace a visible record's address and body; raise on conflict."""
-    params = {
-        **view(caller),
-        **_content(address, body, source, operation),
-        "id": record_id,
-        "expected_revision": expected_revision,
-    }
-    row = sql_files.one(conn, "change_record", params)
+    statement = change_statement(
+        caller,
+        record_id,
+        address,
+        expected_revision=expected_revision,
+        body=body,
+        source=source,
+        operation=operation,
+    )
+    row = sql_files.one(conn, *statement)
     if row is None:
         raise conflict_or_gone(conn, caller, record_id)
     return row

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 
-from . import aws_config
+from . import after_response, aws_config
 from .db import Database
 from .protocol.tools import Observer
 from .service import McpService, Settings
@@ -19,7 +20,26 @@ ENVIRONMENT = (
     "MANAGEMENT_FUNCTION",
     "SIGNIN_TABLE",
     "ALLOWED_ORIGINS",
+    # Read by functions/mcp/app.py: "true" unless the function's tracing is Active,
+    # so the X-Ray SDK is imported only when traces are recorded.
+    "POWERTOOLS_TRACE_DISABLED",
 )
+
+
+def register_snapshot_hooks(db: Database) -> bool:
+    """SnapStart: close the pool before the snapshot, open a new one after a restore.
+
+    The hooks come from ``snapshot_restore_py``, which the Lambda Python runtime
+    provides (not installed elsewhere: then nothing is registered). Returns whether
+    they were registered.
+    """
+    try:
+        hooks = importlib.import_module("snapshot_restore_py")
+    except ImportError:
+        return False
+    hooks.register_before_snapshot(db.suspend)
+    hooks.register_after_restore(db.resume)
+    return True
 
 
 def build_service(
@@ -32,11 +52,15 @@ def build_service(
         min_size=1,
         max_size=int(env.get("DB_POOL_SIZE", "1")),
     )
+    register_snapshot_hooks(db)
     events_client = dynamodb_client = None
     if settings.audit_bus or settings.idempotency_table or settings.signin_table:
         import boto3  # only when AWS services are configured
 
-        events_client = boto3.client("events") if settings.audit_bus else None
+        events_client = aws_config.events_client() if settings.audit_bus else None
         dynamodb = settings.idempotency_table or settings.signin_table
         dynamodb_client = boto3.client("dynamodb") if dynamodb else None
-    return McpService(settings, db, events_client, dynamodb_client, observer)
+    # In Lambda an internal extension publishes after the response (it must register
+    # now, during init); elsewhere a worker thread does.
+    later = after_response.for_environment(env.get("AWS_LAMBDA_RUNTIME_API"))
+    return McpService(settings, db, events_client, dynamodb_client, observer, after_response=later)

@@ -18,6 +18,7 @@ from typing import Any
 from . import audit
 from .admin.http import AdminApi
 from .admin.identity import LambdaDirectory
+from .after_response import AfterResponse
 from .auth import Authenticator
 from .db import Database
 from .edge import Edge
@@ -81,6 +82,9 @@ class McpService:
     dynamodb_client: Any = None
     observer: Observer | None = None
     lambda_client: Any = None  # boto3 lambda (agent keys); made from the environment if None
+    # Where post-commit work runs once the response has gone (runtime.build_service
+    # chooses); the default runs it before the handler returns.
+    after_response: AfterResponse = field(default_factory=AfterResponse)
     edge: Edge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,7 +94,7 @@ class McpService:
             if self.events_client is not None and self.settings.audit_bus
             else None
         )
-        publisher = audit.Publisher(self.db, sink)
+        publisher = audit.Publisher(self.db, sink, self.after_response)
         origins = OriginPolicy(
             self.settings.allowed_origins,
             self.settings.allowed_hosts,
@@ -144,8 +148,9 @@ class McpService:
     def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
-        if self.usage is not None:
-            identity = token_identity(event)
-            if identity is not None and identity.client_id:
-                self.usage.seen(identity.client_id)  # at most daily; never raises
-        return self.edge.handle(event, lambda_context)
+        with self.after_response.invocation(getattr(lambda_context, "aws_request_id", None)):
+            if self.usage is not None:
+                identity = token_identity(event)
+                if identity is not None and identity.client_id:
+                    self.usage.seen(identity.client_id)  # at most daily; never raises
+            return self.edge.handle(event, lambda_context)

@@ -1,4 +1,10 @@
-"""memory_write: create (expected_revision 0) or conditionally replace a record."""
+"""memory_write: create (expected_revision 0) or conditionally replace a record.
+
+One transaction of two round trips (``Database.change``): the record the address
+resolves to is read with ``BEGIN`` and the caller's settings; the create or the
+conditional replace then travels with ``COMMIT``. A change that matches no row (a
+concurrent writer got there first) is explained by a read of its own.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,18 @@ from ..caller import Caller, Deadline
 from ..contexts import parse_target_context
 from ..errors import invalid, not_found
 from ..models import WriteArgs
-from ..records import change, check_content, check_source, conflict, create, resolve, uri_of
+from ..records import (
+    change_statement,
+    check_content,
+    check_source,
+    conflict,
+    create_statement,
+    current_revision_statement,
+    explain_miss,
+    resolve_statement,
+    uri_of,
+)
+from ..sql_files import Row
 from ..store import Store
 
 
@@ -19,19 +36,19 @@ def memory_write(
     address = parse_record_address(args.uri)
     source = check_source(args.source)
     target_context = parse_target_context(args.context, caller.context)
-    with store.db.transaction(caller, deadline or Deadline()) as conn:
-        if args.expected_revision == 0:
-            if not isinstance(address, RecordAddress):
-                raise invalid("creating a record needs a path address, not a record id")
-            body = check_content(address, args.content)
-            caller.owner_for(address.namespace)  # not_found for a missing namespace
-            caller.require_write(address.namespace)
+    deadline = deadline or Deadline()
+    if args.expected_revision == 0:
+        if not isinstance(address, RecordAddress):
+            raise invalid("creating a record needs a path address, not a record id")
+        body = check_content(address, args.content)
+        caller.owner_for(address.namespace)  # not_found for a missing namespace
+        caller.require_write(address.namespace)
+
+        def create_unless_taken(existing: list[Row]) -> tuple[str, dict[str, Any]]:
             # Creating conflicts with whatever the address already resolves to.
-            existing = resolve(conn, caller, address)
-            if existing is not None:
-                raise conflict(existing["revision"])
-            row = create(
-                conn,
+            if existing:
+                raise conflict(existing[0]["revision"])
+            return create_statement(
                 caller,
                 address,
                 context_key=target_context,
@@ -39,39 +56,53 @@ def memory_write(
                 source=source,
                 operation="create",
             )
-            if row is None:  # created concurrently
-                existing = resolve(conn, caller, address)
-                raise conflict(existing["revision"] if existing else 1)
-            return {
-                "uri": address.uri,
-                "id": str(row["id"]),
-                "revision": row["revision"],
-                "context": row["context_key"],
-            }
 
-        contexts = [target_context] if args.context is not None else None
-        current = resolve(conn, caller, address, contexts=contexts)
-        if current is None:
+        found = resolve_statement(caller, address)
+        created = store.db.change(caller, deadline, *found, then=create_unless_taken)
+        if not created:  # created concurrently
+            existing = store.db.read(caller, deadline, *found)
+            raise conflict(existing[0]["revision"] if existing else 1)
+        row = created[0]
+        return {
+            "uri": address.uri,
+            "id": str(row["id"]),
+            "revision": row["revision"],
+            "context": row["context_key"],
+        }
+
+    contexts = [target_context] if args.context is not None else None
+    resolved: list[Row] = []
+
+    def replace_current(rows: list[Row]) -> tuple[str, dict[str, Any]]:
+        if not rows:
             raise not_found()
+        current = rows[0]
+        resolved.append(current)
         namespace = caller.namespace_of(current["owner_id"])
         caller.require_write(namespace)
         if current["revision"] != args.expected_revision:
             raise conflict(current["revision"])
         record = RecordAddress(namespace, current["kind"], current["path"])
-        body = check_content(record, args.content)
-        row = change(
-            conn,
+        return change_statement(
             caller,
             current["id"],
             record,
             expected_revision=args.expected_revision,
-            body=body,
+            body=check_content(record, args.content),
             source=source,
             operation="replace",
         )
-        return {
-            "uri": uri_of(caller, current),
-            "id": str(row["id"]),
-            "revision": row["revision"],
-            "context": row["context_key"],
-        }
+
+    found = resolve_statement(caller, address, contexts=contexts)
+    changed = store.db.change(caller, deadline, *found, then=replace_current)
+    (current,) = resolved
+    if not changed:  # another writer moved it on, or it left the view
+        missed = store.db.read(caller, deadline, *current_revision_statement(caller, current["id"]))
+        raise explain_miss(missed[0] if missed else None)
+    row = changed[0]
+    return {
+        "uri": uri_of(caller, current),
+        "id": str(row["id"]),
+        "revision": row["revision"],
+        "context": row["context_key"],
+    }

@@ -1,0 +1,69 @@
+"""The local stack keeps its speed: no stall on a kept-alive connection, and no
+slowdown as history grows (docs/contract.md §8, docs/performance.md).
+
+One client keeping its connection open, as MCP hosts do. The thresholds are loose
+enough for a shared 2-core machine and far from what the faults they guard against
+cost: a Nagle / delayed-ACK stall adds ~40 ms to every call; an audit tap that
+keeps every event made each write slower than the one before.
+"""
+
+from __future__ import annotations
+
+import statistics
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.kept_alive import KeptAlive, mcp_headers, median, timed_ms
+
+CALLS = 100
+WRITES = 2000
+WINDOW = 100
+MAX_RATIO = 1.5
+
+
+@pytest.fixture
+def client(stack: Any) -> Any:
+    kept = KeptAlive(stack.info["url"], mcp_headers(stack.info["tokens"]["alice"]))
+    yield kept
+    kept.close()
+
+
+def test_one_kept_alive_client_reads_with_p50_under_10_ms(client: Any) -> None:
+    uri = f"memory://workspace/notes/speed-{uuid.uuid4().hex[:8]}.md"
+    made = client.call("memory_write", uri=uri, content="# Speed\n", expected_revision=0)
+    assert made["revision"] == 1
+    client.call("memory_read", uri=uri)  # warm
+    samples = timed_ms(CALLS, lambda: client.call("memory_read", uri=uri))
+    assert client.connections == 1
+    assert median(samples) < 10, f"memory_read p50 {median(samples):.1f} ms, kept alive"
+
+
+@pytest.mark.slow
+def test_2000_writes_do_not_get_slower(stack: Any, client: Any) -> None:
+    """The last hundred of 2,000 new notes take no longer than the first hundred (as
+    medians), and every one of them has its audit event on the bus."""
+    folder = f"speed-{uuid.uuid4().hex[:8]}"
+    stack.wait_published()
+    stack.aws.read_audit_events()
+    ids: set[str] = set()
+
+    def write(i: int) -> None:
+        made = client.call(
+            "memory_write",
+            uri=f"memory://workspace/notes/{folder}/n{i:05d}.md",
+            content=f"# Note {i}\n\nWritten by the slowdown test.\n",
+            expected_revision=0,
+        )
+        ids.add(made["id"])
+
+    counter = iter(range(WRITES))
+    samples = timed_ms(WRITES, lambda: write(next(counter)))
+    first, last = statistics.median(samples[:WINDOW]), statistics.median(samples[-WINDOW:])
+    ratio = last / first
+    assert ratio < MAX_RATIO, f"first {first:.1f} ms, last {last:.1f} ms: x{ratio:.2f}"
+    assert len(ids) == WRITES
+    assert stack.wait_published()
+    published = {e["detail"]["record_id"] for e in stack.aws.read_audit_events()}
+    assert ids <= published, f"{len(ids - published)} events missing"
