@@ -35,7 +35,7 @@ from memory_server.after_response import (
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
 
-from tests.endpoint.conftest import ISSUER, event
+from tests.endpoint.conftest import event
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -82,9 +82,7 @@ class FakeEvents:
 
 
 def service_with(database: Any, sink: RecordingSink, runner: Any) -> McpService:
-    settings = Settings(
-        database_url="unused", cursor_secret=b"c" * 32, auth_issuer=ISSUER, audit_bus="bus"
-    )
+    settings = Settings(database_url="unused", cursor_secret=b"c" * 32, audit_bus="bus")
     return McpService(settings, database, FakeEvents(sink), after_response=AfterResponse(runner))
 
 
@@ -286,7 +284,7 @@ import json, sys, time
 from memory_server.after_response import AfterResponse, Worker
 from memory_server.db import Database
 from memory_server.service import McpService, Settings
-from tests.endpoint.conftest import ISSUER, event
+from tests.endpoint.conftest import event
 
 class Stuck:  # EventBridge that never answers: the process dies first
     def put_events(self, Entries):
@@ -294,7 +292,7 @@ class Stuck:  # EventBridge that never answers: the process dies first
         time.sleep(60)
 
 url, slug, sub, scopes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
-settings = Settings(database_url=url, cursor_secret=b"c" * 32, auth_issuer=ISSUER, audit_bus="b")
+settings = Settings(database_url=url, cursor_secret=b"c" * 32, audit_bus="b")
 service = McpService(settings, Database(url), Stuck(), after_response=AfterResponse(Worker()))
 body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_write",
         "arguments": {"uri": "memory://workspace/notes/killed.md", "content": "x",

@@ -84,8 +84,9 @@ def black_hole(cluster: Any) -> Iterator[SilentThenForwarding]:
 
 
 def select_one(db: Database, seconds: float = 3.0) -> Any:
-    with db.connection(Deadline.after(seconds)) as conn:
-        return conn.execute("SELECT 1 AS one").fetchone()
+    # One statement before any caller exists, as caller resolution runs it.
+    row = db.resolve(Deadline.after(seconds), "select_one", {})
+    return None if row is None else {"one": next(iter(row.values()))}
 
 
 def test_a_connection_that_never_answers_does_not_hold_the_only_slot(
@@ -113,7 +114,7 @@ def test_a_connection_that_never_answers_does_not_hold_the_only_slot(
 
 
 def test_connections_carry_keepalives_and_a_user_timeout(database: Database) -> None:
-    with database.connection() as conn:
+    with database.pool.connection() as conn:
         sock = socket.socket(fileno=conn.fileno())
         try:
             assert sock.family in (socket.AF_INET, socket.AF_INET6)  # TCP, not a Unix socket
@@ -150,7 +151,7 @@ def test_snapstart_closes_the_pool_before_the_snapshot_and_reopens_after_restore
 ) -> None:
     db = Database(cluster.runtime_url, min_size=1, max_size=1)
     try:
-        with db.connection() as conn:
+        with db.pool.connection() as conn:
             pooled = conn
         assert runtime.register_snapshot_hooks(db)
         (before,), (after,) = snapshot_hooks["before"], snapshot_hooks["after"]

@@ -316,6 +316,10 @@ class Database:
         with self._request(timeout_ms) as conn:
             with conn.pipeline():
                 self._begin(conn, caller, timeout_ms, read_only, isolation)
+                if not read_only:
+                    # As in ``transaction``: a change re-checks the caller's membership
+                    # under the lock erasure takes (queued: no round trip of its own).
+                    sql_files.cursor(conn, "lock_membership")
                 first = sql_files.cursor(conn, name, params)
                 last: psycopg.Cursor[Row] | None = first
                 if then is not None:
