@@ -20,7 +20,9 @@ from tests.kept_alive import KeptAlive, mcp_headers, median, timed_ms
 CALLS = 100
 WRITES = 2000
 WINDOW = 100
-MAX_RATIO = 1.5
+# The defect this guards against made the last writes 2-4x slower than the first; a
+# loaded 2-core machine alone has moved the medians by up to 1.55x.
+MAX_RATIO = 2.0
 
 
 @pytest.fixture
