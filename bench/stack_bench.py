@@ -68,6 +68,7 @@ TOOLS = (
     "memory_move",
     "memory_delete",
 )
+PATH_ARGS = {"endpoint_file", "root", "code_root", "output"}  # kept relative in results
 CHANGES = {
     "memory_write (create)",
     "memory_write (replace)",
@@ -379,8 +380,10 @@ def next_args(tool: str, plan: Plan, rng: random.Random) -> tuple[str, dict[str,
     """The tool and arguments of the next call, or None when this client has no more."""
     n = next(plan.counter)
     prefix = f"memory://workspace/notes/bench/{plan.run}"
-    if tool == "memory_read":
-        return tool_call("memory_read", {"uri": rng.choice(plan.read_targets)})
+    if tool == "memory_read":  # a loaded note, or the client's own when none were loaded
+        return tool_call(
+            "memory_read", {"uri": rng.choice(plan.read_targets or [plan.replace_uri])}
+        )
     if tool == "memory_search":
         return tool_call("memory_search", {"query": TYPICAL_TERM})
     if tool == "memory_list":
@@ -604,9 +607,14 @@ def main() -> None:
 
     counts = sorted(int(c) for c in args.records.split(","))
     concurrency = [int(c) for c in args.clients.split(",")]
+    recorded = {
+        key: os.path.relpath(value, ROOT) if key in PATH_ARGS and value else value
+        for key, value in vars(args).items()
+    }
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "args": vars(args),
+        "load_average": os.getloadavg(),
+        "args": recorded,
         "cpus": os.cpu_count(),
         "load": {},
         "measurements": {},
@@ -624,6 +632,7 @@ def main() -> None:
                 )
             results["records_after"] = record_count(stack)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results["load_average_after"] = os.getloadavg()
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")

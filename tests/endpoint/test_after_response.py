@@ -171,10 +171,11 @@ class FakeExtensionsApi:
     """The Lambda Extensions API as an internal extension sees it: register, then each
     ``next`` blocks until the next invocation (sent by :meth:`invoke`)."""
 
-    def __init__(self, refuse_registration: bool = False) -> None:
+    def __init__(self, refuse_registration: bool = False, drop_polls: int = 0) -> None:
         self.events: list[dict[str, Any]] = []
         self.next_calls: list[float] = []
         self.cond = threading.Condition()
+        self.drop_polls = drop_polls  # long polls to break (as a restore might)
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -193,6 +194,13 @@ class FakeExtensionsApi:
                 assert self.path == "/2020-01-01/extension/event/next"
                 assert self.headers["Lambda-Extension-Identifier"] == "ext-1"
                 with api.cond:
+                    if api.drop_polls:
+                        api.drop_polls -= 1
+                        api.next_calls.append(time.monotonic())
+                        api.cond.notify_all()
+                        api.cond.wait_for(lambda: bool(api.events))
+                        self.close_connection = True  # no answer: the poll breaks
+                        return
                     api.next_calls.append(time.monotonic())
                     api.cond.notify_all()
                     api.cond.wait_for(lambda: bool(api.events))
@@ -267,6 +275,27 @@ def test_in_lambda_the_extension_publishes_after_the_response_then_releases_the_
     service.handle(read, Context("req-2"))
     released = extensions_api.wait_next_calls(3)[2]
     assert released - time.monotonic() < 0.5
+
+
+def test_a_broken_long_poll_is_asked_again(world: Any, database: Any) -> None:
+    """A SnapStart restore may break the connection of the poll the extension had
+    open when the snapshot was taken: the extension asks again and publishes."""
+    slug, sub = member(world)
+    api = FakeExtensionsApi(drop_polls=1)
+    try:
+        runner = LambdaExtension.register(api.address)
+        api.wait_next_calls(1)
+        sink = RecordingSink()
+        service = service_with(database, sink, runner)
+        api.invoke("req-1")
+        service.handle(
+            write_call(slug, sub, "memory://workspace/notes/restored.md"), Context("req-1")
+        )
+        api.wait_next_calls(3)  # the broken poll, its retry, and the one after publishing
+        assert len(sink.entries) == 1
+        assert isinstance(runner, LambdaExtension) and runner._alive
+    finally:
+        api.close()
 
 
 def test_without_an_extensions_api_publishing_falls_back_to_inline() -> None:

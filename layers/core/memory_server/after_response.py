@@ -26,11 +26,13 @@ Whatever a runner fails to run, the outbox keeps: the sweeper publishes it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import queue
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -50,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 Job = Callable[[], None]
 EXTENSION_NAME = "memory-server-after-response"
+EXTENSION_RETRIES = 3  # broken long polls in a row before the extension gives up
 _API_VERSION = "2020-01-01"
 
 
@@ -214,9 +217,22 @@ class LambdaExtension:
             run_jobs(jobs)
 
     def _loop(self) -> None:
+        failures = 0
         try:
             while True:
-                event = self.api.next_event()  # the first call ends this extension's init
+                try:
+                    event = self.api.next_event()  # the first call ends this extension's init
+                except urllib.error.HTTPError:
+                    raise  # the Extensions API refused: non-recoverable
+                except (OSError, http.client.HTTPException):
+                    # The long poll's connection broke (a SnapStart restore can break
+                    # connections opened before the snapshot): ask again.
+                    failures += 1
+                    if failures > EXTENSION_RETRIES:
+                        raise
+                    time.sleep(0.05)
+                    continue
+                failures = 0
                 if event.get("eventType") == "INVOKE":
                     self._after(event)
         except Exception:
