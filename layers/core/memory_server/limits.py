@@ -37,12 +37,10 @@ HISTORY_LIMIT = 50
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{8,128}$"
 CONTEXT_ID_MAX_BYTES = 128
 
-# -- Search work bounds (docs/performance.md) ----------------------------------------
-# At most this many of the most recently updated matches are ranked, so a common
-# term costs a bounded amount of work.
-RANK_WINDOW = 500
-# Candidates handed to the ranker (it may reorder and cut, never add).
-RANK_CANDIDATES = 32
+# -- Search work bounds (docs/store.md, docs/performance.md) -----------------------------
+# Records a search may fetch and score before it stops with the best of them. A search
+# that can prove nothing unfetched could enter its top results stops earlier, exactly.
+SEARCH_FETCH_BUDGET = 2000
 
 # -- Cursors and cache hints ---------------------------------------------------------
 CURSOR_TTL_S = 900
