@@ -93,14 +93,16 @@ RETURN left(md5(ws::text || owner::text || '/' || ctx), 16);
 
 -- What the GIN index holds for a record: <cell><tier letter><lexeme> per lexeme, no
 -- positions. The cell is 16 hex digits and the tier one letter, so a written lexeme
--- can never be read as another cell or tier.
+-- can never be read as another cell or tier. Names are qualified: maintenance
+-- (ANALYZE, REINDEX) evaluates index expressions with a search_path of its own.
 CREATE FUNCTION search_index_document(cell text, terms tsvector, len integer) RETURNS tsvector
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
     RETURN (
         SELECT array_to_tsvector(coalesce(array_agg(
-                   cell || chr(97 + search_tier(search_bm25(s.tf, len))) || s.lexeme), '{}'))
+                   cell || chr(97 + memory.search_tier(memory.search_bm25(s.tf, len))) || s.lexeme),
+                   '{}'))
         FROM (SELECT u.lexeme,
                      (cardinality(u.positions) + 2 * cardinality(array_positions(u.weights, 'A'))
                       + cardinality(array_positions(u.weights, 'B')))::double precision AS tf
@@ -124,7 +126,8 @@ CREATE FUNCTION search_excerpt_query(p_words text, p_phrases text[]) RETURNS tsq
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
-    terms tsquery := search_any(tsvector_to_array(to_tsvector('english', coalesce(p_words, ''))));
+    terms tsquery := memory.search_any(
+        tsvector_to_array(to_tsvector('english', coalesce(p_words, ''))));
     phrase text;
 BEGIN
     FOREACH phrase IN ARRAY coalesce(p_phrases, '{}') LOOP
