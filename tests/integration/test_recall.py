@@ -9,10 +9,10 @@ often than the every-word search it replaced.
 from __future__ import annotations
 
 import psycopg
+from memory_server.protocol.tools import ToolTable
 
 from bench.recall_bench import and_search, load, metrics, outcomes, product_search
 from bench.recall_set import COLLEAGUES, READER, generate
-from memory_server.protocol.tools import ToolTable
 
 
 def test_questions_find_their_evidence(world, cluster) -> None:  # type: ignore[no-untyped-def]
