@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ids = load(recall, {h: writer(h) for h in subjects}, admin)
                 load_seconds = time.monotonic() - started
                 admin.execute("VACUUM ANALYZE memory.search_documents")
-                texts = dict(
+                texts: dict[str, str] = dict(
                     admin.execute(
                         "SELECT id::text, body FROM memory.memories WHERE workspace_id = %s",
                         (ws,),

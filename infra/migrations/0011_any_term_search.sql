@@ -309,6 +309,61 @@ DROP FUNCTION scoped_tsvector(uuid, tsvector);
 DROP FUNCTION scoped_tsquery(uuid, tsquery);
 DROP FUNCTION search_scope(uuid);
 
+-- Records of the view holding each lexeme, and the view's records ('' lexeme).
+-- An SQL function simple enough to be inlined, so EXPLAIN shows its plan.
+CREATE FUNCTION search_view_statistics(p_workspace uuid, p_owners uuid[], p_contexts text[],
+                                       p_lexemes text[])
+RETURNS TABLE (lexeme text, documents bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT s.lexeme, sum(s.documents)::bigint
+    FROM memory.search_statistics AS s
+    WHERE s.workspace_id = p_workspace AND s.owner_id = ANY (p_owners)
+      AND s.context_key = ANY (p_contexts) AND s.lexeme = ANY (p_lexemes)
+    GROUP BY s.lexeme
+$$;
+
+-- One segment's records, each scored exactly: those the index returns for p_probe
+-- (in the view's cells), checked again on the row against the view, of the given
+-- kinds, matching p_filter (phrases) and none of p_excluded. The score sums, over the
+-- units (p_queries: one lexeme each, with its idf, and a phrase it is bound to or
+-- NULL), idf * BM25 factor, and adds the prior. Inlined like the above.
+CREATE FUNCTION search_fetch(p_probe tsquery, p_filter tsquery, p_excluded tsquery,
+                             p_workspace uuid, p_owners uuid[], p_contexts text[],
+                             p_kinds text[], p_queries tsquery[],
+                             p_idfs double precision[], p_bounds tsquery[],
+                             p_now timestamptz)
+RETURNS TABLE (memory_id uuid, score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.memory_id,
+           (SELECT coalesce(sum(u.idf * memory.search_bm25(x.tf, d.length)), 0)
+            FROM unnest(p_queries, p_idfs, p_bounds) AS u (q, idf, bound),
+                 LATERAL (SELECT memory.search_tf(d.terms, u.q) AS tf) AS x
+            WHERE x.tf > 0 AND (u.bound IS NULL OR d.terms @@ u.bound))
+           + memory.search_prior(d.updated_at, p_now)
+    FROM memory.search_documents AS d
+    WHERE memory.search_index_document(
+              memory.search_view_cell(d.workspace_id, d.owner_id, d.context_key),
+              d.terms, d.length) @@ p_probe
+      AND d.workspace_id = p_workspace AND d.owner_id = ANY (p_owners)
+      AND d.context_key = ANY (p_contexts) AND d.kind = ANY (p_kinds)
+      AND (p_filter IS NULL OR d.terms @@ p_filter)
+      AND (p_excluded IS NULL OR NOT d.terms @@ p_excluded)
+$$;
+
+-- Any of the lexemes in any of the bands, in any of the cells, as the index holds them.
+CREATE FUNCTION search_probe(p_cells text[], p_bands integer[], p_lexemes text[])
+RETURNS tsquery
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN memory.search_any(ARRAY(SELECT c || chr(97 + b) || l
+                                   FROM unnest(p_cells) AS c, unnest(p_bands) AS b,
+                                        unnest(p_lexemes) AS l));
+END
+$$;
+
 -- The p_limit best records of the caller's view for a query, by exact score.
 --
 -- The query comes parsed (memory_search): p_words (any of their lexemes matches),
@@ -340,31 +395,33 @@ DECLARE
     me constant uuid := setting_uuid('app.principal_id');
     personal constant boolean := coalesce(current_setting('app.personal', true) = 'on', false);
     started constant timestamptz := now();
+    -- SET memory.search_trace = on: each step is reported as a NOTICE (JSON), for the
+    -- benchmark, which replays the segments under EXPLAIN. Only the caller's own view.
+    tracing constant boolean := coalesce(current_setting('memory.search_trace', true) = 'on',
+                                         false);
     rare constant integer := 128;  -- a word with at most this many records: one segment
     owners uuid[];
     cells text[];
-    words text[];
-    phrase text;
+    part text;
     phrase_query tsquery;
     phrase_lexemes text[];
     phrase_probe tsquery;
     phrase_filter tsquery;
     excluded tsquery;
-    part text;
     -- units (parallel arrays)
     unit_lexeme text[] := '{}';
     unit_bound tsquery[] := '{}';
     unit_query tsquery[] := '{}';
     unit_idf double precision[] := '{}';
     unit_df bigint[] := '{}';
-    unit_next integer[] := '{}';  -- highest band not fetched yet; -1: all fetched
+    unit_next integer[] := '{}';  -- highest band not fetched yet; -1: none left
+    counts jsonb;
     documents bigint;
-    df bigint;
     i integer;
     best integer;
     weight double precision;
-    probes tsquery[];
     bands integer[];
+    probe tsquery;
     top_ids uuid[] := '{}';
     top_scores double precision[] := '{}';
     fetched integer := 0;
@@ -381,23 +438,26 @@ BEGIN
     IF cardinality(owners) = 0 OR p_limit < 1 THEN
         RETURN;
     END IF;
-    cells := ARRAY(SELECT search_view_cell(ws, o, c) FROM unnest(owners) AS o, unnest(contexts) AS c);
+    cells := ARRAY(SELECT search_view_cell(ws, o, c)
+                   FROM unnest(owners) AS o, unnest(contexts) AS c);
 
-    -- The units.
-    words := tsvector_to_array(to_tsvector('english', coalesce(p_words, '')));
-    FOREACH part IN ARRAY words LOOP
-        unit_lexeme := unit_lexeme || part;
-        unit_bound := unit_bound || NULL::tsquery;
-    END LOOP;
-    FOREACH phrase IN ARRAY coalesce(p_phrases, '{}') LOOP
-        phrase_query := phraseto_tsquery('english', phrase);
-        phrase_lexemes := tsvector_to_array(to_tsvector('english', phrase));
+    -- The units: the words' lexemes, then the phrases' (bound to their phrases).
+    unit_lexeme := tsvector_to_array(to_tsvector('english', coalesce(p_words, '')));
+    unit_bound := array_fill(NULL::tsquery, ARRAY[cardinality(unit_lexeme)]);
+    FOREACH part IN ARRAY coalesce(p_phrases, '{}') LOOP
+        phrase_lexemes := tsvector_to_array(to_tsvector('english', part));
         CONTINUE WHEN cardinality(phrase_lexemes) = 0;
         IF cardinality(phrase_lexemes) = 1 THEN
             phrase_query := NULL;  -- a one-word phrase is a word
         ELSE
+            phrase_query := phraseto_tsquery('english', part);
             phrase_filter := CASE WHEN phrase_filter IS NULL THEN phrase_query
                                   ELSE phrase_filter || phrase_query END;
+            probe := (SELECT string_agg('(' || search_probe(cells, ARRAY(
+                                 SELECT generate_series(0, 11)), ARRAY[l])::text || ')', ' & ')
+                      FROM unnest(phrase_lexemes) AS l)::tsquery;
+            phrase_probe := CASE WHEN phrase_probe IS NULL THEN probe
+                                 ELSE phrase_probe || probe END;
         END IF;
         FOREACH part IN ARRAY phrase_lexemes LOOP
             i := array_position(unit_lexeme, part);
@@ -421,63 +481,48 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- Statistics over the view: records, and records per lexeme.
-    SELECT coalesce(sum(s.documents) FILTER (WHERE s.lexeme = ''), 0)
-    INTO documents
-    FROM search_statistics AS s
-    WHERE s.workspace_id = ws AND s.owner_id = ANY (owners) AND s.context_key = ANY (contexts)
-      AND s.lexeme = '';
+    -- Statistics over the view.
+    SELECT coalesce(jsonb_object_agg(v.lexeme, v.documents), '{}') INTO counts
+    FROM search_view_statistics(ws, owners, contexts, unit_lexeme || ''::text) AS v;
+    documents := coalesce((counts ->> ''), '0')::bigint;
     IF documents = 0 THEN
         RETURN;
     END IF;
     FOR i IN 1..cardinality(unit_lexeme) LOOP
-        SELECT coalesce(sum(s.documents), 0) INTO df
-        FROM search_statistics AS s
-        WHERE s.workspace_id = ws AND s.owner_id = ANY (owners)
-          AND s.context_key = ANY (contexts) AND s.lexeme = unit_lexeme[i];
-        unit_df := unit_df || df;
-        unit_idf := unit_idf || search_idf(documents, df);
-        unit_query := unit_query || search_any(ARRAY[unit_lexeme[i]]);
+        unit_df[i] := coalesce((counts ->> unit_lexeme[i]), '0')::bigint;
+        unit_idf[i] := search_idf(documents, unit_df[i]);
+        unit_query[i] := search_any(ARRAY[unit_lexeme[i]]);
         -- Nothing to fetch for a lexeme no visible record holds, or for a phrase's
-        -- lexeme (its phrases are fetched whole, first).
-        unit_next := unit_next || CASE WHEN df = 0 OR unit_bound[i] IS NOT NULL THEN -1
-                                       ELSE 11 END;
+        -- (its phrases are fetched whole, first).
+        unit_next[i] := CASE WHEN unit_df[i] = 0 OR unit_bound[i] IS NOT NULL THEN -1 ELSE 11 END;
     END LOOP;
+    IF tracing THEN
+        RAISE NOTICE '%', jsonb_build_object(
+            'documents', documents, 'units', unit_lexeme, 'df', unit_df, 'idf', unit_idf,
+            'bounds', unit_bound::text[], 'excluded', excluded::text, 'workspace', ws,
+            'owners', owners, 'contexts', contexts, 'cells', cells, 'now', started);
+    END IF;
 
     -- Phrases first: every match of each, whole.
-    IF phrase_filter IS NOT NULL THEN
-        SELECT string_agg('(' || p.q::text || ')', ' | ')::tsquery INTO phrase_probe
-        FROM (SELECT (SELECT string_agg('(' || search_any(ARRAY(
-                          SELECT c || chr(97 + b) || l FROM unnest(cells) AS c,
-                                 generate_series(0, 11) AS b))::text || ')', ' & ')
-                      FROM unnest(tsvector_to_array(to_tsvector('english', ph))) AS l) AS q
-              FROM unnest(p_phrases) AS ph
-              WHERE cardinality(tsvector_to_array(to_tsvector('english', ph))) > 1) AS p;
-        SELECT count(*)::integer, coalesce(array_agg(f.id ORDER BY f.s DESC, f.id), '{}'),
-               coalesce(array_agg(f.s ORDER BY f.s DESC, f.id), '{}')
+    IF phrase_probe IS NOT NULL THEN
+        SELECT count(*)::integer, coalesce(array_agg(f.memory_id ORDER BY f.score DESC, f.memory_id), '{}'),
+               coalesce(array_agg(f.score ORDER BY f.score DESC, f.memory_id), '{}')
         INTO got, top_ids, top_scores
-        FROM (SELECT d.memory_id AS id,
-                           (SELECT coalesce(sum(u.idf * search_bm25(x.tf, d.length)), 0)
-                            FROM unnest(unit_query, unit_idf, unit_bound) AS u (q, idf, bound),
-                                 LATERAL (SELECT search_tf(d.terms, u.q) AS tf) AS x
-                            WHERE x.tf > 0 AND (u.bound IS NULL OR d.terms @@ u.bound))
-                           + search_prior(d.updated_at, started) AS s
-                    FROM search_documents AS d
-                    WHERE search_index_document(search_view_cell(d.workspace_id, d.owner_id,
-                                                                 d.context_key), d.terms, d.length)
-                          @@ phrase_probe
-                      AND d.workspace_id = ws AND d.owner_id = ANY (owners)
-                      AND d.context_key = ANY (contexts) AND d.kind = ANY (p_kinds)
-                      AND d.terms @@ phrase_filter
-                      AND (excluded IS NULL OR NOT d.terms @@ excluded)) AS f;
-        fetched := fetched + got;
+        FROM search_fetch(phrase_probe, phrase_filter, excluded, ws, owners, contexts, p_kinds,
+                          unit_query, unit_idf, unit_bound, started) AS f;
+        fetched := got;
         top_ids := top_ids[1:p_limit];
         top_scores := top_scores[1:p_limit];
+        IF tracing THEN
+            RAISE NOTICE '%', jsonb_build_object('segment', 'phrases', 'probe', phrase_probe::text,
+                                                 'filter', phrase_filter::text, 'fetched', got);
+        END IF;
     END IF;
 
     LOOP
-        -- What a record not fetched yet could score at most.
-        unseen := 0.25;
+        -- What a record not fetched yet could score at most, and the segment that
+        -- could add the most.
+        unseen := 0.25;  -- the largest prior
         best := NULL;
         weight := 0;
         FOR i IN 1..cardinality(unit_lexeme) LOOP
@@ -488,12 +533,19 @@ BEGIN
                 best := i;
             END IF;
         END LOOP;
-        EXIT WHEN best IS NULL;
-        EXIT WHEN cardinality(top_scores) >= p_limit AND top_scores[p_limit] >= unseen;
-        EXIT WHEN fetched >= p_budget;
+        IF (cardinality(top_scores) >= p_limit AND top_scores[p_limit] >= unseen)
+           OR best IS NULL OR fetched >= p_budget THEN
+            IF tracing THEN
+                RAISE NOTICE '%', jsonb_build_object(
+                    'done', CASE WHEN best IS NULL THEN 'every match fetched'
+                                 WHEN fetched >= p_budget
+                                      AND NOT coalesce(top_scores[p_limit] >= unseen, false)
+                                 THEN 'budget spent' ELSE 'exact' END,
+                    'fetched', fetched, 'limit_score', top_scores[p_limit], 'unseen', unseen);
+            END IF;
+            EXIT;
+        END IF;
 
-        -- The next segment: the band of the unit that could add the most; a rare
-        -- unit's remaining bands all at once.
         IF unit_df[best] <= rare THEN
             bands := ARRAY(SELECT generate_series(0, unit_next[best]));
             unit_next[best] := -1;
@@ -501,41 +553,40 @@ BEGIN
             bands := ARRAY[unit_next[best]];
             unit_next[best] := unit_next[best] - 1;
         END IF;
-        probes := ARRAY[search_any(ARRAY(SELECT c || chr(97 + b) || unit_lexeme[best]
-                                         FROM unnest(cells) AS c, unnest(bands) AS b))];
-
+        probe := search_probe(cells, bands, ARRAY[unit_lexeme[best]]);
         WITH f AS (
-            SELECT d.memory_id AS id,
-                   (SELECT coalesce(sum(u.idf * search_bm25(x.tf, d.length)), 0)
-                    FROM unnest(unit_query, unit_idf, unit_bound) AS u (q, idf, bound),
-                         LATERAL (SELECT search_tf(d.terms, u.q) AS tf) AS x
-                    WHERE x.tf > 0 AND (u.bound IS NULL OR d.terms @@ u.bound))
-                   + search_prior(d.updated_at, started) AS s
-            FROM search_documents AS d
-            WHERE search_index_document(search_view_cell(d.workspace_id, d.owner_id,
-                                                         d.context_key), d.terms, d.length)
-                  @@ probes[1]
-              AND d.workspace_id = ws AND d.owner_id = ANY (owners)
-              AND d.context_key = ANY (contexts) AND d.kind = ANY (p_kinds)
-              AND (excluded IS NULL OR NOT d.terms @@ excluded)
+            SELECT * FROM search_fetch(probe, NULL, excluded, ws, owners, contexts, p_kinds,
+                                       unit_query, unit_idf, unit_bound, started)
         ), best_of AS (
-            SELECT b.id, b.s FROM (SELECT f.id, f.s FROM f
-                                   UNION
-                                   SELECT t.id, t.s FROM unnest(top_ids, top_scores) AS t (id, s)) AS b
-            ORDER BY b.s DESC, b.id
+            SELECT b.memory_id, b.score
+            FROM (SELECT f.memory_id, f.score FROM f
+                  UNION
+                  SELECT t.memory_id, t.score
+                  FROM unnest(top_ids, top_scores) AS t (memory_id, score)) AS b
+            ORDER BY b.score DESC, b.memory_id
             LIMIT p_limit
         )
         SELECT (SELECT count(*) FROM f)::integer,
-               coalesce((SELECT array_agg(b.id ORDER BY b.s DESC, b.id) FROM best_of AS b), '{}'),
-               coalesce((SELECT array_agg(b.s ORDER BY b.s DESC, b.id) FROM best_of AS b), '{}')
+               coalesce((SELECT array_agg(b.memory_id ORDER BY b.score DESC, b.memory_id)
+                         FROM best_of AS b), '{}'),
+               coalesce((SELECT array_agg(b.score ORDER BY b.score DESC, b.memory_id)
+                         FROM best_of AS b), '{}')
         INTO got, top_ids, top_scores;
         fetched := fetched + got;
+        IF tracing THEN
+            RAISE NOTICE '%', jsonb_build_object('segment', unit_lexeme[best], 'bands', bands,
+                                                 'probe', probe::text, 'fetched', got);
+        END IF;
     END LOOP;
 
-    RETURN QUERY SELECT t.id, t.s FROM unnest(top_ids, top_scores) AS t (id, s);
+    RETURN QUERY SELECT t.memory_id, t.score FROM unnest(top_ids, top_scores) AS t (memory_id, score);
 END
 $$;
 
+REVOKE ALL ON FUNCTION search_view_statistics(uuid, uuid[], text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION search_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[],
+                                    tsquery[], double precision[], tsquery[], timestamptz)
+    FROM PUBLIC;
 REVOKE ALL ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer)
