@@ -228,7 +228,7 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
         units = events[0]
         owner.execute(f"PREPARE statistics(uuid, uuid[], text[], text[]) AS {_STATISTICS}")
         owner.execute(
-            "PREPARE fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[], text[], "
+            "PREPARE segment_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[], text[], "
             f"double precision[], text[], timestamptz) AS {_FETCH}"
         )
         lines = [
@@ -256,7 +256,7 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
             lines.append(f"segment {label} bands {bands}: {event['fetched']} records")
             lines += _plan(
                 owner,
-                "fetch",
+                "segment_fetch",
                 (
                     event["probe"],
                     event.get("filter"),
