@@ -228,8 +228,8 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
         units = events[0]
         owner.execute(f"PREPARE statistics(uuid, uuid[], text[], text[]) AS {_STATISTICS}")
         owner.execute(
-            "PREPARE segment_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[], text[], "
-            f"double precision[], text[], timestamptz) AS {_FETCH}"
+            "PREPARE segment_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[], "
+            f"text[], double precision[], text[], timestamptz) AS {_FETCH}"
         )
         lines = [
             f"units: {units['units']} (df {units['df']}, of {units['documents']} records in "
