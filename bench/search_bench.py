@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from memory_server.caller import Caller
 from memory_server.db import request_settings
-from memory_server.limits import SEARCH_FETCH_BUDGET
+from memory_server.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
 from memory_server.records import view
 from memory_server.search_query import parse_query
 from memory_server.sql_files import query
@@ -87,22 +87,25 @@ TEMPLATES = {
 
 @dataclass(frozen=True, slots=True)
 class Bands:
-    """Words of the measured view by how many records hold them."""
+    """Words of the measured view by the share of its records that hold them (the
+    bench vocabulary's words all hold 2 % or more; rare words are planted)."""
 
-    rare: list[str]  # at most ~0.05 % of the view
-    uncommon: list[str]  # ~1-2 %
-    typical: list[str]  # ~2-5 %
-    common: list[str]  # 5-15 %
+    rare: list[str]  # under 0.1 %
+    uncommon: list[str]  # 2-3 %
+    typical: list[str]  # 3-6 %
+    common: list[str]  # 6-15 %
+    very_common: list[str]  # 15-50 %
 
 
 def word_bands(admin: psycopg.Connection[Any], caller: Caller, words: Sequence[str]) -> Bands:
     """The vocabulary's words by document frequency in the caller's view."""
-    lexemes = {
-        w: admin.execute(
-            "SELECT (tsvector_to_array(to_tsvector('english', %s)))[1]", (w,)
-        ).fetchone()[0]  # type: ignore[index]
-        for w in words
-    }
+    lexemes: dict[str, str] = {}
+    for word in words:
+        row = admin.execute(
+            "SELECT (tsvector_to_array(to_tsvector('english', %s)))[1]", (word,)
+        ).fetchone()
+        if row is not None and row[0]:
+            lexemes[word] = row[0]
     rows = admin.execute(
         "SELECT lexeme, sum(documents) FROM memory.search_statistics "
         "WHERE workspace_id = %s AND owner_id = ANY (%s) AND context_key = ANY (%s) "
@@ -111,36 +114,53 @@ def word_bands(admin: psycopg.Connection[Any], caller: Caller, words: Sequence[s
             caller.workspace_id,
             caller.visible_owners(),
             list(caller.context.ancestors),
-            [lx for lx in lexemes.values() if lx] + [""],
+            [*lexemes.values(), ""],
         ),
     ).fetchall()
     counts = dict(rows)
-    total = counts[""]
-    share = {w: counts.get(lx, 0) / total for w, lx in lexemes.items() if lx and lx in counts}
+    share = {w: counts[lx] / counts[""] for w, lx in lexemes.items() if lx in counts}
     # One word per lexeme: "decide" and "decided" would be the same term twice.
     seen: set[str] = set()
     unique = []
-    for w in sorted(share):
-        if lexemes[w] not in seen:
-            seen.add(lexemes[w])
-            unique.append(w)
+    for word in sorted(share):
+        if lexemes[word] not in seen:
+            seen.add(lexemes[word])
+            unique.append(word)
 
     def band(low: float, high: float) -> list[str]:
         return [w for w in unique if low <= share[w] < high]
 
-    return Bands(band(0, 0.0005), band(0.01, 0.02), band(0.02, 0.05), band(0.05, 0.15))
+    return Bands(
+        band(0, 0.001),
+        band(0.02, 0.03),
+        band(0.03, 0.06),
+        band(0.06, 0.15),
+        band(0.15, 0.5),
+    )
+
+
+# The bands of a question's words: one rare or uncommon word, then the rest.
+MIXES = {
+    1: [["rare"], ["uncommon"], ["typical"], ["common"], ["very_common"]],
+    3: [["rare", "typical", "common"], ["uncommon", "typical", "common"]],
+    8: [
+        ["rare", "uncommon", "typical", "typical", "common", "common", "common", "very_common"],
+        ["uncommon", "typical", "typical", "typical", "common", "common", "common", "very_common"],
+    ],
+}
 
 
 def questions(bands: Bands, meaningful: int, count: int, seed: int) -> list[str]:
-    """``count`` questions of ``meaningful`` words: one rare or uncommon word, the
-    rest typical and common, in a stop-word template."""
+    """``count`` questions of ``meaningful`` words drawn from the bands (MIXES), in a
+    template of stop words."""
     rng = random.Random(seed * 100 + meaningful)
     made = []
     for i in range(count):
-        first = rng.choice(bands.rare if i % 2 == 0 and bands.rare else bands.uncommon)
-        rest_pool = [w for w in bands.typical + bands.common if w != first]
-        rest = rng.sample(rest_pool, meaningful - 1)
-        words = [first, *rest]
+        mix = MIXES[meaningful][i % len(MIXES[meaningful])]
+        words: list[str] = []
+        for name in mix:
+            pool = [w for w in getattr(bands, name) if w not in words]
+            words.append(rng.choice(pool))
         rng.shuffle(words)
         made.append(rng.choice(TEMPLATES[meaningful]).format(*words))
     return made
@@ -158,6 +178,7 @@ def search_params(caller: Caller, text: str) -> dict[str, Any]:
         "kinds": SEARCH_KINDS,
         "limit": 8,
         "budget": SEARCH_FETCH_BUDGET,
+        "score_budget": SEARCH_SCORE_BUDGET,
     }
 
 
@@ -206,8 +227,11 @@ def trace(owner: psycopg.Connection[Any], params: dict[str, Any]) -> list[dict[s
 
 
 _STATISTICS = "SELECT * FROM search_view_statistics($1, $2, $3, $4)"
-_FETCH = (
-    "SELECT * FROM search_fetch($1, $2, $3, $4, $5, $6, $7, $8::tsquery[], $9, $10::tsquery[], $11)"
+_FETCH = "SELECT * FROM search_fetch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) LIMIT $12"
+_BATCH = (
+    "SELECT r.memory_id, r.score FROM unnest($1::tsquery[], $2::tsquery[]) AS s (probe, others) "
+    "CROSS JOIN LATERAL search_fetch(s.probe, NULL, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+    "s.others) AS r LIMIT $12"
 )
 
 
@@ -227,10 +251,14 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
         events = trace(owner, params)
         units = events[0]
         owner.execute(f"PREPARE statistics(uuid, uuid[], text[], text[]) AS {_STATISTICS}")
-        owner.execute(
-            "PREPARE segment_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[], "
-            f"text[], double precision[], text[], timestamptz) AS {_FETCH}"
+        common_types = (
+            "uuid, uuid[], text[], text[], tsquery[], double precision[], tsquery[], timestamptz, "
+            "integer"
         )
+        owner.execute(
+            f"PREPARE phrase_fetch(tsquery, tsquery, tsquery, {common_types}) AS {_FETCH}"
+        )
+        owner.execute(f"PREPARE segment_fetch(text[], text[], tsquery, {common_types}) AS {_BATCH}")
         lines = [
             f"units: {units['units']} (df {units['df']}, of {units['documents']} records in "
             f"the view; idf {[round(x, 3) for x in units['idf']]}); cells: {len(units['cells'])}",
@@ -242,34 +270,56 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
             (units["workspace"], units["owners"], units["contexts"], [*units["units"], ""]),
         )
         queries = ["'" + u.replace("\\", "\\\\").replace("'", "''") + "'" for u in units["units"]]
-        summary: dict[str, Any] = {"segments": [], "fetched": 0}
+        view_args = (
+            units["workspace"],
+            units["owners"],
+            units["contexts"],
+            SEARCH_KINDS,
+            queries,
+            units["idf"],
+            units["bounds"],
+            units["now"],
+        )
+        summary: dict[str, Any] = {"steps": [], "fetched": 0}
         for event in events[1:]:
             if "done" in event:
                 lines.append(f"done: {event}")
-                summary.update(outcome=event["done"], fetched=event["fetched"])
+                summary.update(
+                    outcome=event["done"], fetched=event["fetched"], scored=event["scored"]
+                )
                 continue
-            label = event["segment"]
-            bands = event.get("bands")
-            summary["segments"].append(
-                {"segment": label, "bands": bands, "fetched": event["fetched"]}
+            if event.get("segment") == "phrases":
+                summary["steps"].append({"phrases": True, "fetched": event["fetched"]})
+                lines.append(f"phrases: {event['fetched']} records")
+                lines += _plan(
+                    owner,
+                    "phrase_fetch",
+                    (
+                        event["probe"],
+                        event["filter"],
+                        units["excluded"],
+                        *view_args,
+                        event["limit"],
+                    ),
+                )
+                continue
+            only = [o is not None for o in event["others"]]
+            summary["steps"].append(
+                {
+                    "segments": event["segments"],
+                    "only_records_with_another_term": only,
+                    "fetched": event["fetched"],
+                    "scored": event["scored"],
+                }
             )
-            lines.append(f"segment {label} bands {bands}: {event['fetched']} records")
+            lines.append(
+                f"segments {event['segments']} (scoring only records holding another term: "
+                f"{only}): {event['fetched']} records, {event['scored']} scored"
+            )
             lines += _plan(
                 owner,
                 "segment_fetch",
-                (
-                    event["probe"],
-                    event.get("filter"),
-                    units["excluded"],
-                    units["workspace"],
-                    units["owners"],
-                    units["contexts"],
-                    SEARCH_KINDS,
-                    queries,
-                    units["idf"],
-                    units["bounds"],
-                    units["now"],
-                ),
+                (event["probes"], event["others"], units["excluded"], *view_args, event["limit"]),
             )
     return "\n".join(lines), summary
 

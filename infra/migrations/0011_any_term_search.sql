@@ -28,9 +28,9 @@
 --   <lexeme>: the cell is a hash of (workspace, owner, context), so a posting list
 --   holds one cell's records (the caller's view is a few cells); the tier is the
 --   lexeme's BM25 factor in the record, in 12 bands. A search fetches the highest
---   bands first, scores every record it fetches exactly, and stops as soon as no
---   record it has not fetched can enter the top results (or when its budget of
---   fetched records is spent).
+--   bands first, scores the records it fetches exactly, and stops as soon as no
+--   record it has not fetched can enter the top results (or when its budget is
+--   spent: then its results are the best of what it fetched).
 
 CREATE FUNCTION search_path_words(path text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -131,7 +131,9 @@ DECLARE
     phrase text;
 BEGIN
     FOREACH phrase IN ARRAY coalesce(p_phrases, '{}') LOOP
-        IF numnode(phraseto_tsquery('english', phrase)) > 0 THEN
+        -- (checked on the lexemes first: phraseto_tsquery of stop words only raises a
+        -- notice)
+        IF length(to_tsvector('english', phrase)) > 0 THEN
             terms := CASE WHEN terms IS NULL THEN phraseto_tsquery('english', phrase)
                           ELSE terms || phraseto_tsquery('english', phrase) END;
         END IF;
@@ -326,22 +328,77 @@ $$;
 -- One segment's records, each scored exactly: those the index returns for p_probe
 -- (in the view's cells), checked again on the row against the view, of the given
 -- kinds, matching p_filter (phrases) and none of p_excluded. The score sums, over the
--- units (p_queries: one lexeme each, with its idf, and a phrase it is bound to or
--- NULL), idf * BM25 factor, and adds the prior. Inlined like the above.
+-- units (p_queries: one lexeme each, with its idf, and the phrases it is bound to or
+-- NULL), idf * BM25 factor, and adds the prior. The first 16 units are written out
+-- (a term frequency is computed only where the lexeme occurs); any more go through a
+-- subquery. With p_others, a record holding none of those lexemes is returned without
+-- a score (NULL): the caller has shown that such a record cannot reach its results.
+-- An SQL function simple enough to be inlined, like the above.
 CREATE FUNCTION search_fetch(p_probe tsquery, p_filter tsquery, p_excluded tsquery,
                              p_workspace uuid, p_owners uuid[], p_contexts text[],
                              p_kinds text[], p_queries tsquery[],
                              p_idfs double precision[], p_bounds tsquery[],
-                             p_now timestamptz)
+                             p_now timestamptz, p_others tsquery)
 RETURNS TABLE (memory_id uuid, score double precision)
 LANGUAGE sql STABLE
 AS $$
     SELECT d.memory_id,
-           (SELECT coalesce(sum(u.idf * memory.search_bm25(x.tf, d.length)), 0)
-            FROM unnest(p_queries, p_idfs, p_bounds) AS u (q, idf, bound),
-                 LATERAL (SELECT memory.search_tf(d.terms, u.q) AS tf) AS x
-            WHERE x.tf > 0 AND (u.bound IS NULL OR d.terms @@ u.bound))
-           + memory.search_prior(d.updated_at, p_now)
+           CASE WHEN p_others IS NULL OR d.terms @@ p_others THEN
+           memory.search_prior(d.updated_at, p_now)
+           + CASE WHEN d.terms @@ p_queries[1] AND (p_bounds[1] IS NULL OR d.terms @@ p_bounds[1])
+                  THEN p_idfs[1] * memory.search_bm25(memory.search_tf(d.terms, p_queries[1]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[2] AND (p_bounds[2] IS NULL OR d.terms @@ p_bounds[2])
+                  THEN p_idfs[2] * memory.search_bm25(memory.search_tf(d.terms, p_queries[2]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[3] AND (p_bounds[3] IS NULL OR d.terms @@ p_bounds[3])
+                  THEN p_idfs[3] * memory.search_bm25(memory.search_tf(d.terms, p_queries[3]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[4] AND (p_bounds[4] IS NULL OR d.terms @@ p_bounds[4])
+                  THEN p_idfs[4] * memory.search_bm25(memory.search_tf(d.terms, p_queries[4]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[5] AND (p_bounds[5] IS NULL OR d.terms @@ p_bounds[5])
+                  THEN p_idfs[5] * memory.search_bm25(memory.search_tf(d.terms, p_queries[5]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[6] AND (p_bounds[6] IS NULL OR d.terms @@ p_bounds[6])
+                  THEN p_idfs[6] * memory.search_bm25(memory.search_tf(d.terms, p_queries[6]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[7] AND (p_bounds[7] IS NULL OR d.terms @@ p_bounds[7])
+                  THEN p_idfs[7] * memory.search_bm25(memory.search_tf(d.terms, p_queries[7]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[8] AND (p_bounds[8] IS NULL OR d.terms @@ p_bounds[8])
+                  THEN p_idfs[8] * memory.search_bm25(memory.search_tf(d.terms, p_queries[8]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[9] AND (p_bounds[9] IS NULL OR d.terms @@ p_bounds[9])
+                  THEN p_idfs[9] * memory.search_bm25(memory.search_tf(d.terms, p_queries[9]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[10] AND (p_bounds[10] IS NULL OR d.terms @@ p_bounds[10])
+                  THEN p_idfs[10] * memory.search_bm25(memory.search_tf(d.terms, p_queries[10]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[11] AND (p_bounds[11] IS NULL OR d.terms @@ p_bounds[11])
+                  THEN p_idfs[11] * memory.search_bm25(memory.search_tf(d.terms, p_queries[11]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[12] AND (p_bounds[12] IS NULL OR d.terms @@ p_bounds[12])
+                  THEN p_idfs[12] * memory.search_bm25(memory.search_tf(d.terms, p_queries[12]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[13] AND (p_bounds[13] IS NULL OR d.terms @@ p_bounds[13])
+                  THEN p_idfs[13] * memory.search_bm25(memory.search_tf(d.terms, p_queries[13]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[14] AND (p_bounds[14] IS NULL OR d.terms @@ p_bounds[14])
+                  THEN p_idfs[14] * memory.search_bm25(memory.search_tf(d.terms, p_queries[14]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[15] AND (p_bounds[15] IS NULL OR d.terms @@ p_bounds[15])
+                  THEN p_idfs[15] * memory.search_bm25(memory.search_tf(d.terms, p_queries[15]), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ p_queries[16] AND (p_bounds[16] IS NULL OR d.terms @@ p_bounds[16])
+                  THEN p_idfs[16] * memory.search_bm25(memory.search_tf(d.terms, p_queries[16]), d.length)
+                  ELSE 0 END
+           + CASE WHEN cardinality(p_queries) <= 16 THEN 0 ELSE (
+                 SELECT coalesce(sum(u.idf * memory.search_bm25(memory.search_tf(d.terms, u.q),
+                                                               d.length)), 0)
+                 FROM unnest(p_queries[17:], p_idfs[17:], p_bounds[17:]) AS u (q, idf, bound)
+                 WHERE d.terms @@ u.q AND (u.bound IS NULL OR d.terms @@ u.bound)) END
+           END
     FROM memory.search_documents AS d
     WHERE memory.search_index_document(
               memory.search_view_cell(d.workspace_id, d.owner_id, d.context_key),
@@ -371,18 +428,23 @@ $$;
 -- holding any of them is left out). Each distinct lexeme is a unit: a word's unit
 -- counts wherever it occurs, a phrase's only where the phrase matches.
 --
--- Records are fetched in segments, the highest first: all matches of every phrase,
--- then, for each word, its bands from the top (all of them at once for a rare word).
--- Every fetched record is scored exactly. The search stops when the p_limit-th best
--- score reaches what a record not fetched yet could still score (each unit's next
--- band ceiling times its idf, summed, plus the largest prior): the result is then
--- exactly the top of a full ranking. It also stops when p_budget records have been
--- fetched; the result is then the best of those. Every fetch checks workspace,
--- owner and context on the row against the view in the request settings, as well
--- as through the cells.
+-- Records are fetched in segments, strongest first: all matches of every phrase,
+-- then, for each word, its bands from the top (all of them at once for a word that at
+-- most 128 records of the view hold), always the band of the word whose idf times
+-- band ceiling is highest, four segments per statement. Every fetched record that
+-- could reach the results is scored exactly. The search stops when the p_limit-th
+-- best score reaches what a record not fetched yet could still score (each unit's
+-- next band ceiling times its idf, summed, plus the largest prior): the result is
+-- then exactly the top of a full ranking. Within a segment, a record holding no other
+-- unit strong enough to close the gap to the p_limit-th score is fetched but not
+-- scored, and a segment where no other unit is that strong is skipped. The search
+-- also stops when it has fetched p_budget records or scored p_score_budget
+-- record-unit pairs; the result is then the best of those. Every fetch checks
+-- workspace, owner and context on the row against the view in the request settings,
+-- as well as through the cells.
 CREATE FUNCTION search_candidates(p_words text, p_phrases text[], p_excluded text[],
                                   p_owners uuid[], p_kinds text[], p_limit integer,
-                                  p_budget integer)
+                                  p_budget integer, p_score_budget integer)
 RETURNS TABLE (memory_id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 -- Generic plans from the first call: the index is the only way to answer @@, so the
@@ -425,7 +487,15 @@ DECLARE
     top_ids uuid[] := '{}';
     top_scores double precision[] := '{}';
     fetched integer := 0;
+    scored integer := 0;
+    score_rows integer;  -- records that may be scored
+    probes tsquery[];
+    others_of tsquery[];
+    strong text[];
+    segment_units integer[];
+    cut boolean := false;  -- a statement's LIMIT stopped a segment short
     got integer;
+    got_scored integer;
     unseen double precision;
 BEGIN
     IF ws IS NULL OR contexts IS NULL
@@ -474,11 +544,9 @@ BEGIN
         RETURN;  -- only stop words (or nothing but exclusions)
     END IF;
     FOREACH part IN ARRAY coalesce(p_excluded, '{}') LOOP
+        CONTINUE WHEN length(to_tsvector('english', part)) = 0;  -- stop words only
         phrase_query := phraseto_tsquery('english', part);
-        IF numnode(phrase_query) > 0 THEN
-            excluded := CASE WHEN excluded IS NULL THEN phrase_query
-                             ELSE excluded || phrase_query END;
-        END IF;
+        excluded := CASE WHEN excluded IS NULL THEN phrase_query ELSE excluded || phrase_query END;
     END LOOP;
 
     -- Statistics over the view.
@@ -488,6 +556,7 @@ BEGIN
     IF documents = 0 THEN
         RETURN;
     END IF;
+    score_rows := greatest(p_score_budget / cardinality(unit_lexeme), p_limit);
     FOR i IN 1..cardinality(unit_lexeme) LOOP
         unit_df[i] := coalesce((counts ->> unit_lexeme[i]), '0')::bigint;
         unit_idf[i] := search_idf(documents, unit_df[i]);
@@ -508,74 +577,136 @@ BEGIN
         SELECT count(*)::integer, coalesce(array_agg(f.memory_id ORDER BY f.score DESC, f.memory_id), '{}'),
                coalesce(array_agg(f.score ORDER BY f.score DESC, f.memory_id), '{}')
         INTO got, top_ids, top_scores
-        FROM search_fetch(phrase_probe, phrase_filter, excluded, ws, owners, contexts, p_kinds,
-                          unit_query, unit_idf, unit_bound, started) AS f;
+        FROM (SELECT * FROM search_fetch(phrase_probe, phrase_filter, excluded, ws, owners,
+                                         contexts, p_kinds, unit_query, unit_idf, unit_bound,
+                                         started, NULL)
+              LIMIT least(p_budget, score_rows)) AS f;
         fetched := got;
+        scored := got;
+        cut := got >= least(p_budget, score_rows);
         top_ids := top_ids[1:p_limit];
         top_scores := top_scores[1:p_limit];
         IF tracing THEN
             RAISE NOTICE '%', jsonb_build_object('segment', 'phrases', 'probe', phrase_probe::text,
-                                                 'filter', phrase_filter::text, 'fetched', got);
+                                                 'filter', phrase_filter::text, 'fetched', got,
+                                                 'limit', least(p_budget, score_rows));
         END IF;
     END IF;
 
     LOOP
-        -- What a record not fetched yet could score at most, and the segment that
-        -- could add the most.
-        unseen := 0.25;  -- the largest prior
-        best := NULL;
-        weight := 0;
+        -- What a record not fetched yet could score at most: every unit's next band
+        -- ceiling times its idf, plus the largest prior.
+        unseen := 0.25;
         FOR i IN 1..cardinality(unit_lexeme) LOOP
-            CONTINUE WHEN unit_next[i] < 0;
-            unseen := unseen + unit_idf[i] * search_tier_ceiling(unit_next[i]);
-            IF unit_idf[i] * search_tier_ceiling(unit_next[i]) > weight THEN
-                weight := unit_idf[i] * search_tier_ceiling(unit_next[i]);
-                best := i;
+            IF unit_next[i] >= 0 THEN
+                unseen := unseen + unit_idf[i] * search_tier_ceiling(unit_next[i]);
             END IF;
         END LOOP;
         IF (cardinality(top_scores) >= p_limit AND top_scores[p_limit] >= unseen)
-           OR best IS NULL OR fetched >= p_budget THEN
+           OR unseen = 0.25 OR fetched >= p_budget OR scored >= score_rows THEN
             IF tracing THEN
                 RAISE NOTICE '%', jsonb_build_object(
-                    'done', CASE WHEN best IS NULL THEN 'every match fetched'
-                                 WHEN fetched >= p_budget
-                                      AND NOT coalesce(top_scores[p_limit] >= unseen, false)
-                                 THEN 'budget spent' ELSE 'exact' END,
-                    'fetched', fetched, 'limit_score', top_scores[p_limit], 'unseen', unseen);
+                    'done', CASE WHEN cut THEN 'budget spent'
+                                 WHEN cardinality(top_scores) >= p_limit
+                                      AND top_scores[p_limit] >= unseen THEN 'exact'
+                                 WHEN unseen = 0.25 THEN 'every match fetched'
+                                 ELSE 'budget spent' END,
+                    'fetched', fetched, 'scored', scored, 'limit_score', top_scores[p_limit],
+                    'unseen', unseen);
             END IF;
             EXIT;
         END IF;
 
-        IF unit_df[best] <= rare THEN
-            bands := ARRAY(SELECT generate_series(0, unit_next[best]));
-            unit_next[best] := -1;
-        ELSE
-            bands := ARRAY[unit_next[best]];
-            unit_next[best] := unit_next[best] - 1;
-        END IF;
-        probe := search_probe(cells, bands, ARRAY[unit_lexeme[best]]);
+        -- The next segments: each time, the band of the unit that could add the most
+        -- (a rare unit's remaining bands at once), up to four per statement.
+        probes := '{}';
+        others_of := '{}';
+        segment_units := '{}';
+        FOR j IN 1..4 LOOP
+            best := NULL;
+            weight := 0;
+            FOR i IN 1..cardinality(unit_lexeme) LOOP
+                IF unit_next[i] >= 0 AND unit_idf[i] * search_tier_ceiling(unit_next[i]) > weight
+                THEN
+                    weight := unit_idf[i] * search_tier_ceiling(unit_next[i]);
+                    best := i;
+                END IF;
+            END LOOP;
+            EXIT WHEN best IS NULL;
+            IF unit_df[best] <= rare THEN
+                bands := ARRAY(SELECT generate_series(0, unit_next[best]));
+                unit_next[best] := -1;
+            ELSE
+                bands := ARRAY[unit_next[best]];
+                unit_next[best] := unit_next[best] - 1;
+            END IF;
+            -- A record of this segment not scored yet holds each other unit, if at all,
+            -- in a band not fetched yet, so it scores less than this segment's ceiling
+            -- (weight) plus the largest prior plus, for each other unit it holds, that
+            -- unit's next ceiling. The other units whose ceilings together stay below
+            -- the gap to the current limit score are weak: a record holding only weak
+            -- ones cannot reach the results and is fetched without being scored; with
+            -- no strong unit left, the segment is skipped.
+            strong := NULL;
+            IF cardinality(top_scores) >= p_limit
+               AND top_scores[p_limit] - weight - 0.25 > 0 THEN
+                strong := ARRAY(
+                    SELECT c.lexeme
+                    FROM (SELECT unit_lexeme[u.n] AS lexeme,
+                                 sum(CASE WHEN unit_next[u.n] < 0 THEN 0
+                                          ELSE unit_idf[u.n] * search_tier_ceiling(unit_next[u.n])
+                                     END)
+                                     OVER (ORDER BY CASE WHEN unit_next[u.n] < 0 THEN 0
+                                                 ELSE unit_idf[u.n]
+                                                      * search_tier_ceiling(unit_next[u.n])
+                                                 END, u.n) AS reach
+                          FROM generate_subscripts(unit_lexeme, 1) AS u (n)
+                          WHERE u.n <> best) AS c
+                    WHERE c.reach >= top_scores[p_limit] - weight - 0.25);
+                CONTINUE WHEN cardinality(strong) = 0;
+            END IF;
+            probes := probes || search_probe(cells, bands, ARRAY[unit_lexeme[best]]);
+            segment_units := segment_units || best;
+            others_of := others_of || search_any(strong);  -- NULL: score every record
+        END LOOP;
+        CONTINUE WHEN cardinality(probes) = 0;
+
         WITH f AS (
-            SELECT * FROM search_fetch(probe, NULL, excluded, ws, owners, contexts, p_kinds,
-                                       unit_query, unit_idf, unit_bound, started)
+            SELECT r.memory_id, r.score
+            FROM unnest(probes, others_of) AS s (probe, others)
+            CROSS JOIN LATERAL search_fetch(s.probe, NULL, excluded, ws, owners, contexts,
+                                            p_kinds, unit_query, unit_idf, unit_bound, started,
+                                            s.others) AS r
+            LIMIT least(p_budget - fetched, CASE WHEN others_of[1] IS NULL
+                                                 THEN score_rows - scored ELSE p_budget END)
         ), best_of AS (
             SELECT b.memory_id, b.score
-            FROM (SELECT f.memory_id, f.score FROM f
+            FROM (SELECT f.memory_id, f.score FROM f WHERE f.score IS NOT NULL
                   UNION
                   SELECT t.memory_id, t.score
                   FROM unnest(top_ids, top_scores) AS t (memory_id, score)) AS b
             ORDER BY b.score DESC, b.memory_id
             LIMIT p_limit
         )
-        SELECT (SELECT count(*) FROM f)::integer,
+        SELECT (SELECT count(*) FROM f)::integer, (SELECT count(f.score) FROM f)::integer,
                coalesce((SELECT array_agg(b.memory_id ORDER BY b.score DESC, b.memory_id)
                          FROM best_of AS b), '{}'),
                coalesce((SELECT array_agg(b.score ORDER BY b.score DESC, b.memory_id)
                          FROM best_of AS b), '{}')
-        INTO got, top_ids, top_scores;
+        INTO got, got_scored, top_ids, top_scores;
+        cut := cut OR got >= least(p_budget - fetched, CASE WHEN others_of[1] IS NULL
+                                                           THEN score_rows - scored
+                                                           ELSE p_budget END);
         fetched := fetched + got;
+        scored := scored + got_scored;
         IF tracing THEN
-            RAISE NOTICE '%', jsonb_build_object('segment', unit_lexeme[best], 'bands', bands,
-                                                 'probe', probe::text, 'fetched', got);
+            RAISE NOTICE '%', jsonb_build_object(
+                'segments', (SELECT jsonb_agg(unit_lexeme[u]) FROM unnest(segment_units) AS u),
+                'probes', probes::text[], 'others', others_of::text[], 'fetched', got,
+                'scored', got_scored,
+                'limit', least(p_budget - fetched + got,
+                               CASE WHEN others_of[1] IS NULL
+                                    THEN score_rows - scored + got_scored ELSE p_budget END));
         END IF;
     END LOOP;
 
@@ -585,11 +716,14 @@ $$;
 
 REVOKE ALL ON FUNCTION search_view_statistics(uuid, uuid[], text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION search_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[],
-                                    tsquery[], double precision[], tsquery[], timestamptz)
+                                    tsquery[], double precision[], tsquery[], timestamptz,
+                                    tsquery)
     FROM PUBLIC;
-REVOKE ALL ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer)
+REVOKE ALL ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer,
+                                         integer)
     FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer)
+GRANT EXECUTE ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer,
+                                            integer)
     TO memory_runtime;
 REVOKE ALL ON FUNCTION search_statistics_added() FROM PUBLIC;
 REVOKE ALL ON FUNCTION search_statistics_changed() FROM PUBLIC;

@@ -412,8 +412,8 @@ def test_a_spent_budget_returns_the_best_of_what_it_fetched(world, cluster) -> N
                 (str(r["memory_id"]), r["score"])
                 for r in conn.execute(
                     "SELECT memory_id, score FROM memory.search_candidates("
-                    "%s, '{}', '{}', %s, %s, %s, %s)",
-                    ("lark finch", caller.visible_owners(), ["memories"], 8, budget),
+                    "%s, '{}', '{}', %s, %s, %s, %s, %s)",
+                    ("lark finch", caller.visible_owners(), ["memories"], 8, budget, 100_000),
                 ).fetchall()
             ]
 

@@ -38,9 +38,11 @@ IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{8,128}$"
 CONTEXT_ID_MAX_BYTES = 128
 
 # -- Search work bounds (docs/store.md, docs/performance.md) -----------------------------
-# Records a search may fetch and score before it stops with the best of them. A search
-# that can prove nothing unfetched could enter its top results stops earlier, exactly.
-SEARCH_FETCH_BUDGET = 2000
+# Records a search may fetch and score before it stops with the best of them, and
+# record-term pairs it may score (a query of many terms fetches fewer records). A
+# search that can prove nothing unfetched could enter its top results stops earlier.
+SEARCH_FETCH_BUDGET = 1000
+SEARCH_SCORE_BUDGET = 4000
 
 # -- Cursors and cache hints ---------------------------------------------------------
 CURSOR_TTL_S = 900

@@ -15,7 +15,12 @@ from typing import Any
 
 from ..caller import Caller, Deadline
 from ..errors import IntegrityViolation, ToolError
-from ..limits import QUERY_MAX_BYTES, SEARCH_FETCH_BUDGET, SEARCH_MAX_HITS
+from ..limits import (
+    QUERY_MAX_BYTES,
+    SEARCH_FETCH_BUDGET,
+    SEARCH_MAX_HITS,
+    SEARCH_SCORE_BUDGET,
+)
 from ..models import SearchArgs
 from ..ranking import Candidate
 from ..records import check_text, summary, view
@@ -48,6 +53,7 @@ def memory_search(
         "kinds": list(dict.fromkeys(args.kinds)),
         "limit": limit,
         "budget": SEARCH_FETCH_BUDGET,
+        "score_budget": SEARCH_SCORE_BUDGET,
     }
     ranked: list[Candidate] = []
 

@@ -209,7 +209,7 @@ TOOLS: dict[str, ToolSpec] = {
             "memory_search",
             "Search your memories and notes (skills when asked). Ask in plain language: "
             "a record matches if it contains any meaningful word of the query (any word "
-            "form), best matches first, at most 8 short excerpts. \"quoted phrase\" must "
+            'form), best matches first, at most 8 short excerpts. "quoted phrase" must '
             "match as written; -word excludes. score: higher is better. No hits means no "
             "record contains any of the words. Search before writing.",
             models.SearchArgs,

@@ -2,4 +2,4 @@
 -- migration 0011).
 SELECT memory_id, score
 FROM memory.search_candidates(%(words)s, %(phrases)s, %(excluded)s, %(owners)s, %(kinds)s,
-                              %(limit)s, %(budget)s)
+                              %(limit)s, %(budget)s, %(score_budget)s)
