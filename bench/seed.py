@@ -286,6 +286,7 @@ def seed(cluster: Cluster, spec: SeedSpec) -> dict[str, Any]:
         _copy_records(admin, tenants, spec, triggers=select is None)
         if select is not None:
             _rebuild_search_documents(admin, cluster.admin_url, select)
+        _rebuild_search_statistics(admin)
         _check_search_documents(admin)
         _progress("creating the search-floor index")
         admin.execute("SET maintenance_work_mem = '512MB'")
@@ -535,10 +536,14 @@ def _rebuild_search_documents(
 def _check_search_documents(admin: psycopg.Connection) -> None:
     """The bulk rebuild must equal what the trigger writes: remove a few documents,
     let the trigger write them again (in a transaction rolled back after), compare."""
-    document = (
-        "SELECT workspace_id, owner_id, context_key, kind, document::text "
-        "FROM memory.search_documents WHERE memory_id = %s"
-    )
+    columns = admin.execute(
+        "SELECT string_agg(quote_ident(attname) || CASE WHEN atttypid = 'tsvector'::regtype "
+        "THEN '::text' ELSE '' END, ', ' ORDER BY attnum) FROM pg_attribute "
+        "WHERE attrelid = 'memory.search_documents'::regclass AND attnum > 0 "
+        "AND NOT attisdropped AND attname NOT IN ('memory_id', 'updated_at')"
+    ).fetchone()
+    assert columns is not None
+    document = f"SELECT {columns[0]} FROM memory.search_documents WHERE memory_id = %s"
     with admin.transaction(force_rollback=True):
         sample = admin.execute(
             "SELECT memory_id FROM memory.search_documents TABLESAMPLE SYSTEM (1) LIMIT 20"
@@ -559,6 +564,17 @@ def _check_search_documents(admin: psycopg.Connection) -> None:
         "(SELECT count(*) FROM memory.search_documents)"
     ).fetchone()
     assert count is not None and count[0] == count[1], f"row counts differ: {count}"
+
+
+def _rebuild_search_statistics(admin: psycopg.Connection) -> None:
+    """Recount the search statistics, which the statement triggers keep but a COPY with
+    triggers off does not (when the schema has them)."""
+    exists = admin.execute(
+        "SELECT to_regprocedure('memory.search_statistics_rebuild()') IS NOT NULL"
+    ).fetchone()
+    if exists is not None and exists[0]:
+        _progress("recounting memory.search_statistics")
+        admin.execute("SELECT memory.search_statistics_rebuild()")
 
 
 def _count_terms(admin: psycopg.Connection) -> dict[str, int]:

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,6 @@ from memory_server.caller import SHARED_OWNER, Caller, Deadline
 from memory_server.contexts import parse_context
 from memory_server.db import Connection, Database, request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.limits import RANK_CANDIDATES, RANK_WINDOW
 from memory_server.models import ReadArgs, WriteArgs
 from memory_server.models import parse_args as tool_args
 from memory_server.operations import memory_read, memory_write
@@ -56,12 +55,14 @@ from memory_server.store import Store, resolve_caller
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from . import seed
+from . import search_bench, seed
 from .corpus import COMMON_TERM, RARE_TERM, TYPICAL_TERM, TextGenerator
+from .vocabulary import load_words
 
 RESULTS = seed.ROOT / "bench" / "results" / "latest.json"
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
-SEARCH_KINDS = ["memories", "notes"]  # memory_search's default kinds
+SEARCH_KINDS = search_bench.SEARCH_KINDS
+QUESTIONS_PER_CASE = 24  # natural-language questions per case, cycled through
 LIST_LIMIT = 20  # memory_list's default page size
 READ_TARGETS = 2000
 PENDING_WRITES = 1000
@@ -75,6 +76,9 @@ TARGETS_MS = {  # operation p95 (and p99 for search): docs/performance.md, Targe
     "search_rare": {"p95": 15.0, "p99": 50.0},
     "search_typical": {"p95": 15.0, "p99": 50.0},
     "search_common": {"p95": 15.0, "p99": 50.0},
+    "search_words_1": {"p95": 15.0, "p99": 50.0},
+    "search_words_3": {"p95": 15.0, "p99": 50.0},
+    "search_words_8": {"p95": 15.0, "p99": 50.0},
 }
 MAX_FLOOR_RATIO = 1.5
 
@@ -94,24 +98,6 @@ SET title = %(title)s, body = %(body)s, revision = revision + 1, updated_at = no
     updated_by = %(principal_id)s
 WHERE id = %(id)s AND revision = %(expected_revision)s
 RETURNING id, revision, context_key
-"""
-# The best 8 matches with their excerpts: what a search answers (the excerpts cost
-# about a millisecond, so a floor without them would not answer the same question).
-FLOOR_SEARCH = """
-WITH q AS (SELECT websearch_to_tsquery('english', %(query)s) AS q),
-top AS (
-    SELECT id, ts_rank_cd(search_vector, q.q) AS score
-    FROM memory.memories, q
-    WHERE workspace_id = %(workspace_id)s AND search_vector @@ q.q
-    ORDER BY 2 DESC
-    LIMIT 8
-)
-SELECT m.id, top.score,
-       ts_headline('english', left(m.body, 20000), q.q,
-                   'StartSel="", StopSel="", MaxWords=70, MinWords=25, MaxFragments=2, '
-                   'FragmentDelimiter=" … "')
-FROM top JOIN memory.memories AS m USING (id), q
-ORDER BY top.score DESC
 """
 FLOOR_LIST = """
 SELECT id, owner_id, context_key, kind, path, title, revision, updated_at
@@ -241,6 +227,8 @@ class Bench:
         largest, writers = tenants[0], tenants[seed.WRITER_TENANT]
         self.reader = self._caller(largest, seed.READER_CONTEXT)
         self.writer = self._caller(writers, "workspace")
+        self.seed = args.seed
+        self.bands: search_bench.Bands | None = None
         text = TextGenerator(random.Random(args.seed + 2))
         self.bodies = [text.document().body for _ in range(64)]
 
@@ -408,27 +396,107 @@ class Bench:
         warmup = max(self.timing.warmup, len(targets))
         return self._three("conditional_write", operation, sql_rls, floor, warmup=warmup)
 
-    # -- search --
-
-    def search_params(self, caller: Caller, term: str) -> dict[str, Any]:
-        """memory_search's parameters for namespace "all" and the default kinds."""
-        return {
-            **view(caller),
-            "owners": caller.visible_owners(),
-            "query": term,
-            "kinds": SEARCH_KINDS,
-            "window": RANK_WINDOW,
-            "limit": RANK_CANDIDATES,
+    def bench_write_cost(self) -> dict[str, Any]:
+        """What keeping search up to date adds to a write: the conditional write timed
+        with every search trigger, without the statistics triggers, and without any
+        search maintenance (then with all again). Afterwards the writer workspace's
+        documents and statistics are brought back in line, and checked."""
+        caller = self.writer
+        targets = self.write_targets()
+        statistics_triggers = [
+            "memories_search_statistics_added",
+            "memories_search_statistics_changed",
+            "memories_search_statistics_removed",
+        ]
+        variants = {
+            "all_search_maintenance": [],
+            "without_statistics": statistics_triggers,
+            "without_search_maintenance": [*statistics_triggers, "memories_search_document"],
+            "all_search_maintenance_again": [],
         }
 
-    def search_sql(self, caller: Caller, term: str) -> list[dict[str, Any]]:
+        def operation(i: int) -> object:
+            target = targets[i % len(targets)]
+            args = tool_args(
+                WriteArgs,
+                {
+                    "uri": target.uri,
+                    "content": self.bodies[i % len(self.bodies)],
+                    "expected_revision": target.revision,
+                },
+            )
+            result = memory_write(self.store, caller, args, _deadline())
+            target.revision = result["revision"]
+            return result
+
+        timing = replace(self.timing, warmup=max(self.timing.warmup, len(targets)))
+        found: dict[str, Any] = {}
+        print("conditional_write, search maintenance on and off:", file=sys.stderr)
+        try:
+            for name, disabled in variants.items():
+                for trigger in disabled:
+                    self.admin.execute(
+                        sql.SQL("ALTER TABLE memory.memories DISABLE TRIGGER {}").format(
+                            sql.Identifier(trigger)
+                        )
+                    )
+                try:
+                    found[name] = measure(name, operation, timing)
+                finally:
+                    for trigger in disabled:
+                        self.admin.execute(
+                            sql.SQL("ALTER TABLE memory.memories ENABLE TRIGGER {}").format(
+                                sql.Identifier(trigger)
+                            )
+                        )
+        finally:
+            self.repair_search(caller.workspace_id, [t.id for t in targets])
+        for p in ("p50", "p95", "p99"):
+            both = (found["all_search_maintenance"][p], found["all_search_maintenance_again"][p])
+            found[f"statistics_add_{p}"] = round(min(both) - found["without_statistics"][p], 3)
+            found[f"search_maintenance_adds_{p}"] = round(
+                min(both) - found["without_search_maintenance"][p], 3
+            )
+        return found
+
+    def repair_search(self, workspace_id: Any, ids: list[Any]) -> None:
+        """Bring the documents of ``ids`` and the statistics of a workspace back in line
+        with its records (after writes with search triggers off), and check them."""
+        admin = self.admin
+        with admin.transaction():
+            admin.execute(
+                "UPDATE memory.memories SET updated_at = updated_at + interval '1 microsecond' "
+                "WHERE id = ANY (%s)",
+                (ids,),
+            )
+            admin.execute(
+                "DELETE FROM memory.search_statistics WHERE workspace_id = %s", (workspace_id,)
+            )
+            admin.execute(
+                "INSERT INTO memory.search_statistics "
+                "SELECT workspace_id, owner_id, context_key, l, count(*) FROM memory.memories, "
+                "unnest(memory.search_lexemes(search_vector, path)) AS l "
+                "WHERE workspace_id = %s GROUP BY 1, 2, 3, 4",
+                (workspace_id,),
+            )
+        stale = admin.execute(
+            "SELECT count(*) FROM memory.memories m JOIN memory.search_documents d "
+            "ON d.memory_id = m.id WHERE m.id = ANY (%s) AND (d.updated_at <> m.updated_at "
+            "OR d.terms <> memory.search_terms(m.search_vector, m.path))",
+            (ids,),
+        ).fetchone()
+        assert stale == (0,), f"{stale} search documents still stale"
+
+    # -- search --
+
+    def search_sql(self, caller: Caller, text: str) -> list[dict[str, Any]]:
         """Both phases of memory_search, as SQL, sent as memory_search sends them:
         candidates, ranking, then hydration with the commit."""
-        params = self.search_params(caller, term)
+        params = search_bench.search_params(caller, text)
 
         def hydration(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
             offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
-            ranked = DeterministicRanker().rank(term, offered, 8)
+            ranked = DeterministicRanker().rank(text, offered, 8)
             if not ranked:
                 return None
             return "hydrate_hits", {**params, "ids": [c.id for c in ranked]}
@@ -442,22 +510,80 @@ class Bench:
             isolation="repeatable read",
         )
 
-    def bench_search(self, name: str, term: str) -> dict[str, dict[str, float]]:
+    def search_floor(self, caller: Caller, text: str) -> list[tuple[Any, ...]]:
+        return self.admin.execute(
+            search_bench.FLOOR_SEARCH, search_bench.floor_params(caller, text)
+        ).fetchall()
+
+    def bench_search(self, name: str, texts: list[str]) -> dict[str, Any]:
+        """Each variant cycles through the same questions."""
         caller = self.reader
 
-        def search(_: int) -> dict[str, Any]:
+        def search(i: int) -> dict[str, Any]:
             # Validation, the domain call and the byte budget: a tool call less its JSON-RPC.
-            return self.tools.run("memory_search", caller, {"query": term}, _deadline())
+            text = texts[i % len(texts)]
+            return self.tools.run("memory_search", caller, {"query": text}, _deadline())
 
-        def sql_rls(_: int) -> object:
-            return self.search_sql(caller, term)
+        def sql_rls(i: int) -> object:
+            return self.search_sql(caller, texts[i % len(texts)])
 
-        def floor(_: int) -> object:
-            params = {"query": term, "workspace_id": caller.workspace_id}
-            return self.admin.execute(FLOOR_SEARCH, params).fetchall()
+        def floor(i: int) -> object:
+            return self.search_floor(caller, texts[i % len(texts)])
 
-        assert search(0)["hits"], f"no hits for {term!r}"
-        return self._three(name, search, sql_rls, floor)
+        for text in texts:
+            assert search(texts.index(text))["hits"], f"no hits for {text!r}"
+        result = self._three(name, search, sql_rls, floor)
+        result["questions"] = texts
+        result["top_8_against_floor"] = self.overlap(texts)
+        return result
+
+    def overlap(self, texts: list[str]) -> dict[str, Any]:
+        """Does the bounded search return the exhaustive floor's top 8, question by
+        question? And how did each search end (proved exact, or budget spent)?"""
+        caller = self.reader
+        identical = same_set = 0
+        shared = []
+        outcomes: dict[str, int] = {}
+        with (
+            psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
+            owner.transaction(force_rollback=True),
+        ):
+            owner.execute(query("request_settings"), request_settings(caller, 60_000))
+            for text in texts:
+                found = [
+                    h["id"]
+                    for h in self.tools.run("memory_search", caller, {"query": text}, _deadline())[
+                        "hits"
+                    ]
+                ]
+                best = [str(row[0]) for row in self.search_floor(caller, text)]
+                identical += found == best
+                same_set += set(found) == set(best)
+                shared.append(len(set(found) & set(best)) / max(len(best), 1))
+                events = search_bench.trace(owner, search_bench.search_params(caller, text))
+                done = next((e["done"] for e in events if "done" in e), "?")
+                outcomes[done] = outcomes.get(done, 0) + 1
+        return {
+            "questions": len(texts),
+            "identical_top_8": identical,
+            "same_top_8_set": same_set,
+            "mean_share_of_floor_top_8": round(statistics.fmean(shared), 4),
+            "how_searches_ended": outcomes,
+        }
+
+    def search_cases(self) -> dict[str, list[str]]:
+        bands = search_bench.word_bands(self.admin, self.reader, [*load_words(), RARE_TERM])
+        cases = {
+            "search_rare": [RARE_TERM],
+            "search_typical": [TYPICAL_TERM],
+            "search_common": [COMMON_TERM],
+        }
+        for n in (1, 3, 8):
+            cases[f"search_words_{n}"] = search_bench.questions(
+                bands, n, QUESTIONS_PER_CASE, self.seed
+            )
+        self.bands = bands
+        return cases
 
     # -- list --
 
@@ -575,7 +701,7 @@ class Bench:
         print(f"search_rare after {PENDING_WRITES} writes elsewhere:", file=sys.stderr)
         stats = measure("operation", search, self.timing)
         # The plan shows the scan of the pending list directly (buffers), free of noise.
-        plan = self.explain_function(self.search_params(caller, RARE_TERM))
+        plan, _ = search_bench.explain_search(self.cluster.owner_url, caller, RARE_TERM)
         return {
             "writes": PENDING_WRITES,
             "search_rare_operation": stats,
@@ -585,13 +711,16 @@ class Bench:
 
     # -- plans --
 
-    def explain_all(self) -> dict[str, str]:
+    def explain_all(self, cases: dict[str, list[str]]) -> tuple[dict[str, str], dict[str, Any]]:
         """Plans of the statements the operations send, as they were executed: through
         the pooled connection's own prepared statements (so a generic plan shows if
-        PostgreSQL chose one), as the runtime role with the request settings."""
+        PostgreSQL chose one), as the runtime role with the request settings; the
+        search function's own statements replayed step by step for one question of
+        each search case; the floor for the same questions."""
         caller = self.reader
         plans: dict[str, str] = {}
-        common = self.search_params(caller, COMMON_TERM)
+        steps: dict[str, Any] = {}
+        common = search_bench.search_params(caller, COMMON_TERM)
         ids = [row["id"] for row in self.search_sql(caller, COMMON_TERM)]
         with self.rls(caller, search=True) as conn:
             plans["search_candidates() call, runtime role (common term)"] = _explain(
@@ -600,15 +729,16 @@ class Bench:
             plans["hydrate_hits, runtime role, RLS (common term)"] = _explain(
                 conn, query("hydrate_hits"), {**common, "ids": ids}
             )
-        for label, term in (
-            ("common", COMMON_TERM),
-            ("typical", TYPICAL_TERM),
-            ("rare", RARE_TERM),
-        ):
-            params = self.search_params(caller, term)
-            plans[f"search_candidates() statements, as executed ({label} term)"] = (
-                self.explain_function(params)
+        for name, texts in cases.items():
+            text = texts[0]
+            plan, summary = search_bench.explain_search(self.cluster.owner_url, caller, text)
+            plans[f"search_candidates() statements ({name}: {text!r})"] = plan
+            plans[f"floor search, superuser, no RLS ({name}: {text!r})"] = _explain(
+                self.admin,
+                search_bench.FLOOR_SEARCH.encode(),
+                search_bench.floor_params(caller, text),
             )
+            steps[name] = {"question": text, **summary}
         target = self.read_targets()[0]
         address = parse_path_address(target["uri"])
         read_params = {
@@ -625,71 +755,7 @@ class Bench:
             plans["list_page (first page), runtime role, RLS"] = _explain(
                 conn, query("list_page"), self.list_params(caller)
             )
-        plans["floor search, superuser, no RLS (common term)"] = _explain(
-            self.admin,
-            FLOOR_SEARCH.encode(),
-            {"query": COMMON_TERM, "workspace_id": caller.workspace_id},
-        )
-        return plans
-
-    def explain_function(self, params: dict[str, Any]) -> str:
-        """What memory.search_candidates() runs, step by step, with EXPLAIN (ANALYZE,
-        BUFFERS): the same statements as its owner role with the request settings,
-        planned generically as the function plans them, through the same steps
-        (SEARCH_STEPS mirrors the function's), and checked to end with the same
-        candidates as the function itself."""
-        with (
-            psycopg.connect(self.cluster.owner_url, autocommit=True) as owner,
-            owner.transaction(force_rollback=True),
-        ):
-            owner.execute(query("request_settings"), request_settings(self.reader, 60_000))
-            owner.execute("SET LOCAL search_path = memory, pg_temp")
-            owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            # Once unexplained: a new session loads the text-search dictionaries and
-            # catalog caches, which a warm server process already holds.
-            expected = owner.execute(query("search_candidates"), params).fetchall()
-            cells = owner.execute(
-                "SELECT * FROM search_cells(%s, %s, %s)",
-                (params["query"], params["owners"], params["kinds"]),
-            ).fetchone()
-            assert cells is not None
-            owners, kinds, contexts, queries, terms = cells
-            if terms is None:
-                return "search_cells() returned no terms: nothing can match"
-            owner.execute(f"PREPARE step(tsquery, uuid[], text[], integer, boolean) AS {_STEP}")
-            owner.execute(
-                "PREPARE rank(tid[], uuid[], text[], text[], tsquery[], integer) AS " + _RANK
-            )
-            lines = [f"cells: {len(queries)}; their terms ORed: {terms}"]
-            window_tids: list[Any] = []
-            for stage, newest in SEARCH_STEPS:
-                probe = owner.execute(
-                    "SELECT CASE WHEN %(stage)s::integer IS NULL THEN %(terms)s::tsquery "
-                    "ELSE %(terms)s::tsquery && recency_query(setting_uuid('app.workspace_id'), "
-                    "%(stage)s, search_day(now())) END::text",
-                    {"stage": stage, "terms": terms},
-                ).fetchone()
-                assert probe is not None
-                step = (probe[0], params["owners"], params["kinds"], params["window"], newest)
-                row = owner.execute(_execute("step", step)).fetchone()
-                assert row is not None
-                window_tids = row[0]
-                label = "all time" if stage is None else f"stage {stage}"
-                lines.append(
-                    f"step: {label}, {'newest' if newest else 'any'} {params['window']}: "
-                    f"{len(window_tids)} matches"
-                )
-                lines += _plan(owner, "step", step)
-                if (len(window_tids) >= params["window"]) == newest:
-                    break
-            ranking = (window_tids, owners, kinds, contexts, queries, params["limit"])
-            got = owner.execute(_execute("rank", ranking)).fetchall()
-            assert [r[0] for r in got] == [r[0] for r in expected], (
-                "replay differs from the function"
-            )
-            lines.append(f"ranking the window ({len(window_tids)} rows):")
-            lines += _plan(owner, "rank", ranking)
-        return "\n".join(lines)
+        return plans, steps
 
     def prepared_statements(self) -> list[dict[str, Any]]:
         """Which plans the pooled connection's prepared statements actually used."""
@@ -712,50 +778,6 @@ class Bench:
 
 
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)s")
-
-# The steps memory.search_candidates() takes (migration 0009): (recency stage or None
-# for all time, whether it wants the newest matches or any). It stops at a "newest"
-# step that fills the window, or at the "any" step when there are fewer matches.
-SEARCH_STEPS: list[tuple[int | None, bool]] = [
-    (0, True),
-    (1, True),
-    (None, False),
-    (2, True),
-    (3, True),
-    (4, True),
-    (None, True),
-]
-# Its two statements, as it runs them.
-_STEP = """
-SELECT coalesce(array_agg(m.ctid), '{}')
-FROM (SELECT d.ctid FROM search_documents AS d
-      WHERE d.document @@ $1 AND can_see(d.workspace_id, d.owner_id, d.context_key)
-        AND d.owner_id = ANY ($2) AND d.kind = ANY ($3)
-      ORDER BY CASE WHEN $5 THEN d.updated_at END DESC
-      LIMIT $4) AS m
-"""
-_RANK = """
-SELECT d.memory_id, ts_rank_cd(d.document, c.query)
-FROM search_documents AS d
-JOIN unnest($2, $3, $4, $5) AS c (owner_id, kind, context_key, query)
-  ON c.owner_id = d.owner_id AND c.kind = d.kind AND c.context_key = d.context_key
-WHERE d.ctid = ANY ($1)
-ORDER BY 2 DESC, 1
-LIMIT $6
-"""
-
-
-def _execute(name: str, args: tuple[Any, ...], *, explain: bool = False) -> sql.Composed:
-    """EXECUTE of a prepared statement with its arguments as literals (EXECUTE takes
-    no bind parameters)."""
-    head = "EXPLAIN (ANALYZE, BUFFERS) EXECUTE" if explain else "EXECUTE"
-    literals = sql.SQL(", ").join(sql.Literal(a) for a in args)
-    return sql.SQL("{} {}({})").format(sql.SQL(head), sql.Identifier(name), literals)
-
-
-def _plan(conn: psycopg.Connection[Any], name: str, args: tuple[Any, ...]) -> list[str]:
-    rows = conn.execute(_execute(name, args, explain=True)).fetchall()
-    return ["    " + str(r[0]) for r in rows]
 
 
 def _explain(conn: psycopg.Connection[Any], statement: bytes, params: dict[str, Any]) -> str:
@@ -1001,19 +1023,21 @@ def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -
     # Searches scan the whole GIN pending list; start every run from an empty one so
     # runs compare, and measure the pending list's cost on its own afterwards.
     leftover = bench.clean_pending_list()
+    search_bench.ensure_floor_index(bench.admin, bench.reader.workspace_id)
+    cases = bench.search_cases()
     baseline = bench.bench_baseline()
     results: dict[str, Any] = {
         "read_by_path": bench.bench_read(),
         "list_first_page": bench.bench_list(),
-        "search_rare": bench.bench_search("search_rare", RARE_TERM),
-        "search_typical": bench.bench_search("search_typical", TYPICAL_TERM),
-        "search_common": bench.bench_search("search_common", COMMON_TERM),
-        "conditional_write": bench.bench_write(),
     }
+    for name, texts in cases.items():
+        results[name] = bench.bench_search(name, texts)
+    results["conditional_write"] = bench.bench_write()
+    write_cost = bench.bench_write_cost()
     write_pending = bench.clean_pending_list()
     pending = bench.bench_pending_list()
     prepared = bench.prepared_statements()
-    plans = bench.explain_all()
+    plans, steps = bench.explain_all(cases)
     command = "python -m bench.store_bench " + " ".join(
         f"--{k} {getattr(args, k)}" for k in ("records", "largest", "iterations")
     )
@@ -1031,6 +1055,11 @@ def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -
         "results": results,
         "targets": check_targets(results),
         "baseline": baseline,
+        "search_words": {
+            "bands": ({k: len(v) for k, v in asdict(bench.bands).items()} if bench.bands else None),
+            "steps": steps,
+        },
+        "write_path": write_cost,
         "gin_pending_list": {
             "pages_left_by_earlier_runs": leftover,
             "pages_after_write_benchmark": write_pending,

@@ -87,11 +87,13 @@ def test_every_tenant_table_forces_rls_and_the_rest_are_unreachable(cluster) -> 
             name,
             commands,
         )
-    # What is left (search index, migration log) the runtime role cannot touch at all.
-    assert set(tables) == {"search_documents", "schema_migrations"}
+    # What is left (search index and statistics, migration log) the runtime role
+    # cannot touch at all.
+    assert set(tables) == {"search_documents", "search_statistics", "schema_migrations"}
     assert all(reachable is False for _, _, reachable in tables.values())
-    with runtime(cluster) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
-        conn.execute("SELECT count(*) FROM memory.search_documents")
+    for table in ("search_documents", "search_statistics"):
+        with runtime(cluster) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"SELECT count(*) FROM memory.{table}")
 
 
 def test_no_settings_sees_nothing(cluster, two_tenants) -> None:  # type: ignore[no-untyped-def]

@@ -69,12 +69,12 @@ PROMPT_ARGUMENT_MAX_BYTES = 4096  # one argument value given to prompts/get
 COMPLETION_MAX_VALUES = 20  # completion/complete values per answer
 COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
 
-# -- Search work bounds (docs/performance.md) ----------------------------------------
-# At most this many of the most recently updated matches are ranked, so a common
-# term costs a bounded amount of work.
-RANK_WINDOW = 500
-# Candidates handed to the ranker (it may reorder and cut, never add).
-RANK_CANDIDATES = 32
+# -- Search work bounds (docs/store.md, docs/performance.md) -----------------------------
+# Records a search may fetch and score before it stops with the best of them, and
+# record-term pairs it may score (a query of many terms fetches fewer records). A
+# search that can prove nothing unfetched could enter its top results stops earlier.
+SEARCH_FETCH_BUDGET = 1000
+SEARCH_SCORE_BUDGET = 4000
 
 # -- Cursors and cache hints ---------------------------------------------------------
 CURSOR_TTL_S = 900

@@ -57,7 +57,11 @@ def _default_kinds() -> list[KindName]:
 
 
 class SearchArgs(_Args):
-    query: str = Field(min_length=1, max_length=limits.QUERY_MAX_CHARS)
+    query: str = Field(
+        min_length=1,
+        max_length=limits.QUERY_MAX_CHARS,
+        description='A question or words in plain language; "phrase" and -word work',
+    )
     namespace: Literal["personal", "workspace", "all"] = "all"
     kinds: list[KindName] = Field(default_factory=_default_kinds, min_length=1, max_length=3)
     limit: int = Field(limits.SEARCH_MAX_HITS, ge=1, le=limits.SEARCH_MAX_HITS)

@@ -26,7 +26,7 @@ class Ranker(Protocol):
 
 
 class DeterministicRanker:
-    """Full-text score (ts_rank_cd, title weighted above body), ties broken by id."""
+    """The database's score (BM25 with a small recency prior), ties broken by id."""
 
     def rank(self, query: str, candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
         return sorted(candidates, key=lambda c: (-c.score, str(c.id)))[:limit]

@@ -1,11 +1,12 @@
-"""memory_search: full-text search over the caller's view.
+"""memory_search: any-term search over the caller's view, ranked by BM25.
 
-Two phases keep the index usable under row-level security: ranked candidate ids
-come from ``memory.search_candidates`` (a function that applies the visibility
-predicate itself over a narrow index the runtime role cannot read), then at most
-``limit`` hits are hydrated through the RLS-protected table. Whatever the ranker
-returns is asserted to be inside the view before anything is returned. The result
-is whole; the protocol layer fits it to the byte budget.
+The query is split into words, phrases and exclusions (:mod:`..search_query`). Two
+phases keep the index usable under row-level security: the best candidates, exactly
+scored, come from ``memory.search_candidates`` (a function that applies the
+visibility predicate itself over an index the runtime role cannot read), then at
+most ``limit`` hits are hydrated through the RLS-protected table. Whatever the ranker
+returns is asserted to be inside the view before anything is returned. The result is
+whole; the protocol layer fits it to the byte budget.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ from typing import Any
 
 from ..caller import Caller, Deadline
 from ..errors import IntegrityViolation, ToolError
-from ..limits import QUERY_MAX_BYTES, RANK_CANDIDATES, RANK_WINDOW, SEARCH_MAX_HITS
+from ..limits import (
+    QUERY_MAX_BYTES,
+    SEARCH_FETCH_BUDGET,
+    SEARCH_MAX_HITS,
+    SEARCH_SCORE_BUDGET,
+)
 from ..models import SearchArgs
 from ..ranking import Candidate
 from ..records import check_text, summary, view
 from ..results import Hit, SearchResult
+from ..search_query import parse_query
 from ..store import Store
 
 
@@ -33,16 +40,21 @@ def memory_search(
         "all": caller.visible_owners(),
     }[args.namespace]
     limit = min(args.limit, SEARCH_MAX_HITS)
-    if not owners:  # a service without a personal namespace searching "personal"
+    parsed = parse_query(args.query)
+    if not owners or not (parsed.words or parsed.phrases):
+        # No personal namespace to search, or nothing to look for (only exclusions).
         return SearchResult([])
 
     params = {
         **view(caller),
         "owners": owners,
-        "query": args.query,
+        "words": parsed.words,
+        "phrases": parsed.phrases,
+        "excluded": parsed.excluded,
         "kinds": list(dict.fromkeys(args.kinds)),
-        "window": RANK_WINDOW,
-        "limit": RANK_CANDIDATES,
+        "limit": limit,
+        "budget": SEARCH_FETCH_BUDGET,
+        "score_budget": SEARCH_SCORE_BUDGET,
     }
     ranked: list[Candidate] = []
 

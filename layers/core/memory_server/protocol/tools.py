@@ -93,7 +93,11 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                     {
                         **_ITEM_PROPERTIES,
                         "excerpt": {"type": "string"},
-                        "score": {"type": "number"},
+                        "score": {
+                            "type": "number",
+                            "description": "Relevance (BM25 and a small recency bonus); "
+                            "higher is better; compare only within one result",
+                        },
                     },
                     [*_ITEM_REQUIRED, "excerpt", "score"],
                 ),
@@ -203,8 +207,11 @@ TOOLS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             "memory_search",
-            "Search your memories and notes (skills when asked) with "
-            "full-text search; returns at most 8 short excerpts. Search before writing.",
+            "Search your memories and notes (skills when asked). Ask in plain language: "
+            "a record matches if it contains any meaningful word of the query (any word "
+            'form), best matches first, at most 8 short excerpts. "quoted phrase" must '
+            "match as written; -word excludes. score: higher is better. No hits means no "
+            "record contains any of the words. Search before writing.",
             models.SearchArgs,
             _READ,
             operations.memory_search,

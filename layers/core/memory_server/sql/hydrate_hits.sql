@@ -1,7 +1,9 @@
--- Hydrate ranked hits through the RLS-protected table, with bounded excerpts.
+-- Hydrate ranked hits through the RLS-protected table, with bounded excerpts around
+-- any of the query's words or phrases.
 SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision,
        m.updated_at,
-       ts_headline('english', left(m.body, 20000), websearch_to_tsquery('english', %(query)s),
+       ts_headline('english', left(m.body, 20000),
+                   memory.search_excerpt_query(%(words)s, %(phrases)s),
                    'StartSel="", StopSel="", MaxWords=70, MinWords=25, MaxFragments=2, '
                    'FragmentDelimiter=" … "') AS excerpt
 FROM memory.memories AS m

@@ -1,3 +1,5 @@
--- Ranked candidate ids from the narrow search index (see migration 0004).
+-- The best records of the caller's view for a parsed query, exactly scored (see
+-- migration 0013).
 SELECT memory_id, score
-FROM memory.search_candidates(%(query)s, %(owners)s, %(kinds)s, %(window)s, %(limit)s)
+FROM memory.search_candidates(%(words)s, %(phrases)s, %(excluded)s, %(owners)s, %(kinds)s,
+                              %(limit)s, %(budget)s, %(score_budget)s)
