@@ -248,6 +248,12 @@ BEGIN
     ORDER BY 1, 2, 3, 4
     ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
     DO UPDATE SET documents = s.documents + EXCLUDED.documents;
+    -- A count that reached zero goes: no row may say which words a record held once
+    -- it is gone (an erased person's words included).
+    DELETE FROM search_statistics AS s
+    USING (SELECT DISTINCT workspace_id, owner_id, context_key FROM before) AS o
+    WHERE (s.workspace_id, s.owner_id, s.context_key) = (o.workspace_id, o.owner_id, o.context_key)
+      AND s.documents <= 0;
     RETURN NULL;
 END
 $$;
@@ -266,6 +272,11 @@ BEGIN
     ORDER BY 1, 2, 3, 4
     ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
     DO UPDATE SET documents = s.documents + EXCLUDED.documents;
+    -- As above: counts that reached zero go.
+    DELETE FROM search_statistics AS s
+    USING (SELECT DISTINCT workspace_id, owner_id, context_key FROM removed) AS r
+    WHERE (s.workspace_id, s.owner_id, s.context_key) = (r.workspace_id, r.owner_id, r.context_key)
+      AND s.documents <= 0;
     RETURN NULL;
 END
 $$;
