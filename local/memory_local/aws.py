@@ -473,6 +473,19 @@ class LocalAws:
             self._tap_events.clear()
         return [event for _, event in ordered]
 
+    def set_audit_tap(self, on: bool) -> None:
+        """Subscribe the tap to the bus, or unsubscribe it (events then reach no
+        target, as under ``make dev`` by default); what it already holds stays."""
+        with self._tap_lock:
+            if on:
+                self._ensure_audit_tap()
+            else:
+                self._drain(0)
+                self._client("events").remove_targets(
+                    Rule=AUDIT_TAP_RULE, EventBusName=AUDIT_BUS, Ids=[AUDIT_TAP_TARGET]
+                )
+            self.audit_tap = on
+
     def drain_audit_tap(self) -> int:
         """Move what the tap queue holds into the ring (``make dev`` calls this every
         second, so the emulated queue stays short); returns how many."""
