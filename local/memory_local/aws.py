@@ -56,6 +56,23 @@ AUDIT_TAP_TARGET = "audit-tap"
 TAP_KEEP = 10_000  # events held for read_audit_events; older ones are dropped
 TAP_ROTATE = 5_000
 
+
+class _Tap:
+    """What the tap has drained and not yet handed to a reader. Moto's state is
+    process-wide (every LocalAws in a process sees the same queues and rules), so
+    this is too: whichever object drains the queue (make dev's drain thread, a
+    test's read), every object reads the same events."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: deque[tuple[int, dict[str, Any]]] = deque()
+        self.dropped = 0  # events pushed out before anyone read them
+        self.taken = 0  # messages taken from the current queue
+        self.url = ""  # the queue the rule delivers to (as last set or found)
+
+
+_TAP = _Tap()
+
 # Moto accepts any credentials; fixed fake ones keep a developer's real keys (and
 # session token) out of every request sent here.
 FAKE_ACCESS_KEY = "testing"
@@ -132,12 +149,9 @@ class LocalAws:
         self._provisioned: Provisioned | None = None
         # The audit tap: the queue the rule delivers to now, and what was drained.
         self.audit_tap = audit_tap
-        self._tap_lock = threading.Lock()
-        self._tap_url = ""
-        self._tap_taken = 0  # messages taken from the current queue
+        self._tap_lock = _TAP.lock
         self.tap_keep, self.tap_rotate = tap_keep, tap_rotate
-        self._tap_events: deque[tuple[int, dict[str, Any]]] = deque()
-        self.tap_dropped = 0  # events pushed out of the ring before anyone read them
+        self._tap_events = _TAP.events
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -405,7 +419,7 @@ class LocalAws:
             EventBusName=AUDIT_BUS,
             Targets=[{"Id": AUDIT_TAP_TARGET, "Arn": queue_arn}],
         )
-        self._tap_url = queue_url
+        _TAP.url = queue_url
         return queue_url
 
     def expire_idempotency_records(self, now: float | None = None) -> int:
@@ -509,6 +523,24 @@ class LocalAws:
             self._tap_events.clear()
         return [event for _, event in ordered]
 
+    @property
+    def tap_dropped(self) -> int:
+        """Events pushed out of the ring (``tap_keep``) before anyone read them."""
+        return _TAP.dropped
+
+    def set_audit_tap(self, on: bool) -> None:
+        """Subscribe the tap to the bus, or unsubscribe it (events then reach no
+        target, as under ``make dev`` by default); what it already holds stays."""
+        with self._tap_lock:
+            if on:
+                self._ensure_audit_tap()
+            else:
+                self._drain(0)
+                self._client("events").remove_targets(
+                    Rule=AUDIT_TAP_RULE, EventBusName=AUDIT_BUS, Ids=[AUDIT_TAP_TARGET]
+                )
+            self.audit_tap = on
+
     def drain_audit_tap(self) -> int:
         """Move what the tap queue holds into the ring (``make dev`` calls this every
         second, so the emulated queue stays short); returns how many."""
@@ -518,16 +550,16 @@ class LocalAws:
             return self._drain(0)
 
     def _drain(self, wait: int) -> int:
-        if not self._tap_url:
+        if not _TAP.url:
             self._ensure_audit_tap()
         try:
-            moved = self._receive_all(self._tap_url, wait)
+            moved = self._receive_all(_TAP.url, wait)
         except self._client("sqs").exceptions.QueueDoesNotExist:
             # Replaced by another LocalAws on the same server: follow the rule.
             self._ensure_audit_tap()
-            moved = self._receive_all(self._tap_url, wait)
-        self._tap_taken += moved
-        if self._tap_taken >= self.tap_rotate:
+            moved = self._receive_all(_TAP.url, wait)
+        _TAP.taken += moved
+        if _TAP.taken >= self.tap_rotate:
             moved += self._rotate()
         return moved
 
@@ -548,7 +580,7 @@ class LocalAws:
             for message in messages:
                 while len(self._tap_events) >= self.tap_keep:
                     self._tap_events.popleft()
-                    self.tap_dropped += 1
+                    _TAP.dropped += 1
                 sent = int(message["Attributes"]["SentTimestamp"])
                 self._tap_events.append((sent, json.loads(message["Body"])))
             sqs.delete_message_batch(
@@ -562,12 +594,12 @@ class LocalAws:
 
     def _rotate(self) -> int:
         """Point the rule at a fresh queue, drain the old one, delete it."""
-        old_url = self._tap_url
+        old_url = _TAP.url
         # The rule's target is now the new queue.
         self._ensure_audit_tap(f"{AUDIT_TAP_QUEUE}-{uuid.uuid4().hex[:12]}")
         moved = self._receive_all(old_url, 0)  # what arrived before the switch
         self._client("sqs").delete_queue(QueueUrl=old_url)
-        self._tap_taken = 0
+        _TAP.taken = 0
         return moved
 
 

@@ -43,13 +43,16 @@ def test_one_kept_alive_client_reads_with_p50_under_10_ms(client: Any) -> None:
 
 
 @pytest.mark.slow
-def test_2000_writes_do_not_get_slower(stack: Any, client: Any) -> None:
+def test_2000_writes_do_not_get_slower(stack: Any, client: Any, owner_db: Any) -> None:
     """The last hundred of 2,000 new notes take no longer than the first hundred (as
-    medians), and every one of them has its audit event on the bus."""
+    medians), and every one of them has its audit event published.
+
+    As ``make dev`` runs by default: no queue subscribed to the audit bus (the tests'
+    tap costs the emulation ~15 ms of CPU an event, more than a write itself, and
+    2,000 writes in a row would then measure the machine running out of CPU).
+    """
     folder = f"speed-{uuid.uuid4().hex[:8]}"
-    stack.wait_published()
-    stack.aws.read_audit_events()
-    ids: set[str] = set()
+    ids: list[str] = []
 
     def write(i: int) -> None:
         made = client.call(
@@ -58,14 +61,22 @@ def test_2000_writes_do_not_get_slower(stack: Any, client: Any) -> None:
             content=f"# Note {i}\n\nWritten by the slowdown test.\n",
             expected_revision=0,
         )
-        ids.add(made["id"])
+        ids.append(made["id"])
 
     counter = iter(range(WRITES))
-    samples = timed_ms(WRITES, lambda: write(next(counter)))
+    stack.aws.set_audit_tap(False)
+    try:
+        samples = timed_ms(WRITES, lambda: write(next(counter)))
+        assert stack.wait_published()
+    finally:
+        stack.aws.set_audit_tap(True)
     first, last = statistics.median(samples[:WINDOW]), statistics.median(samples[-WINDOW:])
     ratio = last / first
     assert ratio < MAX_RATIO, f"first {first:.1f} ms, last {last:.1f} ms: x{ratio:.2f}"
-    assert len(ids) == WRITES
-    assert stack.wait_published()
-    published = {e["detail"]["record_id"] for e in stack.aws.read_audit_events()}
-    assert ids <= published, f"{len(ids - published)} events missing"
+    assert len(set(ids)) == WRITES
+    unpublished = owner_db.execute(
+        "SELECT count(*) FROM memory.audit_outbox "
+        "WHERE memory_id = ANY(%s::uuid[]) AND published_at IS NULL",
+        (ids,),
+    ).fetchone()[0]
+    assert unpublished == 0, f"{unpublished} of {WRITES} events not published"

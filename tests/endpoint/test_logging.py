@@ -70,11 +70,24 @@ def lines(stream: io.StringIO) -> list[dict[str, Any]]:
 
 
 def test_library_log_lines_are_json_with_the_request_keys(app: ModuleType, world: Any) -> None:
-    ws = world.workspace()
-    sub = ws.person("alice").subject
+    # Powertools loggers of one service share their standard logger: another copy of
+    # the app (the local stack's) may have set it up first, at another level.
     stream = io.StringIO()
     handler = app.logger.registered_handler
-    handler.setStream(stream)
+    previous_stream, previous_level = handler.setStream(stream), app.logger.log_level
+    app.logger.setLevel("INFO")
+    try:
+        logged, workspace = _run(app, world)
+    finally:
+        handler.setStream(previous_stream)
+        app.logger.setLevel(previous_level)
+    _check(logged, workspace)
+
+
+def _run(app: ModuleType, world: Any) -> tuple[list[dict[str, Any]], str]:
+    ws = world.workspace()
+    sub = ws.person("alice").subject
+    stream = app.logger.registered_handler.stream
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -93,15 +106,18 @@ def test_library_log_lines_are_json_with_the_request_keys(app: ModuleType, world
     assert response["statusCode"] == 200
     assert app.service.after_response.wait_idle(30)  # PutEvents failed, after the response
     logging.getLogger("psycopg.pool").warning("pool line")  # the pool's logger, routed too
+    return lines(stream), ws.slug
 
-    logged = lines(stream)
+
+def _check(logged: list[dict[str, Any]], workspace: str) -> None:
     handled = next(line for line in logged if line["message"] == "handled")
     deferred = next(line for line in logged if line["message"].startswith("audit publish"))
     pool = next(line for line in logged if line["message"] == "pool line")
     for line in (deferred, pool):
         for key in ("workspace", "principal", "api_request_id", "function_request_id"):
             assert line[key] == handled[key], key
-    assert handled["workspace"] == ws.slug and handled["function_request_id"] == "lambda-request-7"
+    assert handled["workspace"] == workspace
+    assert handled["function_request_id"] == "lambda-request-7"
     assert deferred["name"] == "memory_server.audit" and deferred["level"] == "WARNING"
     assert pool["name"] == "psycopg.pool"
     # The pool's INFO chatter (a line per checkout) stays out.
