@@ -197,16 +197,17 @@ def tokens(text: str) -> list[str]:
     return TOKEN.findall(text.lower())
 
 
-def bm25_search(texts: dict[str, str]) -> Searcher:
-    """Plain BM25 (rank_bm25's BM25Okapi with its defaults) over the given texts."""
+def bm25_search(texts: dict[str, str], order: dict[str, str]) -> Searcher:
+    """Plain BM25 (rank_bm25's BM25Okapi with its defaults) over the given texts (record
+    id -> text); ties go by ``order`` (record id -> the set's key), so runs agree."""
     from rank_bm25 import BM25Okapi  # a development dependency, for this baseline only
 
-    ids = sorted(texts)
+    ids = sorted(texts, key=lambda i: order[i])
     index = BM25Okapi([tokens(texts[i]) for i in ids])
 
     def run(question: Question) -> list[str]:
         scores = index.get_scores(tokens(question.text))
-        ranked = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+        ranked = sorted(range(len(ids)), key=lambda i: (-scores[i], i))
         return [ids[i] for i in ranked[:TOP] if scores[i] > 0]
 
     return run
@@ -346,7 +347,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 systems: dict[str, Searcher] = {
                     "search": product_search(tools, reader),
                     "and": and_search(admin, reader),
-                    "bm25": bm25_search(texts),
+                    "bm25": bm25_search(texts, {v: k for k, v in ids.items()}),
                     "exhaustive": exhaustive_search(admin, reader),
                 }
                 results: dict[str, list[Outcome]] = {}

@@ -210,18 +210,42 @@ CREATE TABLE search_statistics (
     PRIMARY KEY (workspace_id, owner_id, context_key, lexeme)
 ) WITH (fillfactor = 70);  -- room for in-page (HOT) updates of the counts
 
--- The changes of one statement, summed per key and applied in key order.
+-- The changes of one statement, summed per key and applied in key order. Counts that
+-- reach zero are deleted, so that what deleted or replaced records said leaves no
+-- lexeme behind; those rows are already locked by this transaction (it has just
+-- updated them), and a concurrent writer of the same key waits for the commit and
+-- then inserts the key afresh.
 CREATE FUNCTION search_statistics_added() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
+DECLARE
+    zero_workspaces uuid[];
+    zero_owners uuid[];
+    zero_contexts text[];
+    zero_lexemes text[];
 BEGIN
-    INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
-    SELECT a.workspace_id, a.owner_id, a.context_key, l.lexeme, count(*)::integer
-    FROM added AS a, unnest(search_lexemes(a.search_vector, a.path)) AS l (lexeme)
-    GROUP BY 1, 2, 3, 4
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
-    DO UPDATE SET documents = s.documents + EXCLUDED.documents;
+    WITH applied AS (
+        INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
+        SELECT a.workspace_id, a.owner_id, a.context_key, l.lexeme, count(*)::integer
+        FROM added AS a, unnest(search_lexemes(a.search_vector, a.path)) AS l (lexeme)
+        GROUP BY 1, 2, 3, 4
+        ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
+        DO UPDATE SET documents = s.documents + EXCLUDED.documents
+        RETURNING s.workspace_id, s.owner_id, s.context_key, s.lexeme, s.documents
+    )
+    SELECT array_agg(a.workspace_id), array_agg(a.owner_id), array_agg(a.context_key),
+           array_agg(a.lexeme)
+    INTO zero_workspaces, zero_owners, zero_contexts, zero_lexemes
+    FROM applied AS a
+    WHERE a.documents = 0;
+    IF zero_lexemes IS NOT NULL THEN
+        DELETE FROM search_statistics AS s
+        USING unnest(zero_workspaces, zero_owners, zero_contexts, zero_lexemes)
+              AS z (ws, owner, ctx, lexeme)
+        WHERE s.workspace_id = z.ws AND s.owner_id = z.owner AND s.context_key = z.ctx
+          AND s.lexeme = z.lexeme AND s.documents = 0;
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -229,31 +253,45 @@ $$;
 CREATE FUNCTION search_statistics_changed() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
+DECLARE
+    zero_workspaces uuid[];
+    zero_owners uuid[];
+    zero_contexts text[];
+    zero_lexemes text[];
 BEGIN
-    INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
-    SELECT c.workspace_id, c.owner_id, c.context_key, c.lexeme, sum(c.delta)::integer
-    FROM (SELECT n.workspace_id, n.owner_id, n.context_key, l.lexeme, 1 AS delta
-          FROM before AS o JOIN after AS n USING (id),
-               unnest(search_lexemes(n.search_vector, n.path)) AS l (lexeme)
-          WHERE (o.search_vector, o.path, o.owner_id, o.context_key)
-                IS DISTINCT FROM (n.search_vector, n.path, n.owner_id, n.context_key)
-          UNION ALL
-          SELECT o.workspace_id, o.owner_id, o.context_key, l.lexeme, -1
-          FROM before AS o JOIN after AS n USING (id),
-               unnest(search_lexemes(o.search_vector, o.path)) AS l (lexeme)
-          WHERE (o.search_vector, o.path, o.owner_id, o.context_key)
-                IS DISTINCT FROM (n.search_vector, n.path, n.owner_id, n.context_key)) AS c
-    GROUP BY 1, 2, 3, 4
-    HAVING sum(c.delta) <> 0
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
-    DO UPDATE SET documents = s.documents + EXCLUDED.documents;
-    -- A count that reached zero goes: no row may say which words a record held once
-    -- it is gone (an erased person's words included).
-    DELETE FROM search_statistics AS s
-    USING (SELECT DISTINCT workspace_id, owner_id, context_key FROM before) AS o
-    WHERE (s.workspace_id, s.owner_id, s.context_key) = (o.workspace_id, o.owner_id, o.context_key)
-      AND s.documents <= 0;
+    WITH applied AS (
+        INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
+        SELECT c.workspace_id, c.owner_id, c.context_key, c.lexeme, sum(c.delta)::integer
+        FROM (SELECT n.workspace_id, n.owner_id, n.context_key, l.lexeme, 1 AS delta
+              FROM before AS o JOIN after AS n USING (id),
+                   unnest(search_lexemes(n.search_vector, n.path)) AS l (lexeme)
+              WHERE (o.search_vector, o.path, o.owner_id, o.context_key)
+                    IS DISTINCT FROM (n.search_vector, n.path, n.owner_id, n.context_key)
+              UNION ALL
+              SELECT o.workspace_id, o.owner_id, o.context_key, l.lexeme, -1
+              FROM before AS o JOIN after AS n USING (id),
+                   unnest(search_lexemes(o.search_vector, o.path)) AS l (lexeme)
+              WHERE (o.search_vector, o.path, o.owner_id, o.context_key)
+                    IS DISTINCT FROM (n.search_vector, n.path, n.owner_id, n.context_key)) AS c
+        GROUP BY 1, 2, 3, 4
+        HAVING sum(c.delta) <> 0
+        ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
+        DO UPDATE SET documents = s.documents + EXCLUDED.documents
+        RETURNING s.workspace_id, s.owner_id, s.context_key, s.lexeme, s.documents
+    )
+    SELECT array_agg(a.workspace_id), array_agg(a.owner_id), array_agg(a.context_key),
+           array_agg(a.lexeme)
+    INTO zero_workspaces, zero_owners, zero_contexts, zero_lexemes
+    FROM applied AS a
+    WHERE a.documents = 0;
+    IF zero_lexemes IS NOT NULL THEN
+        DELETE FROM search_statistics AS s
+        USING unnest(zero_workspaces, zero_owners, zero_contexts, zero_lexemes)
+              AS z (ws, owner, ctx, lexeme)
+        WHERE s.workspace_id = z.ws AND s.owner_id = z.owner AND s.context_key = z.ctx
+          AND s.lexeme = z.lexeme AND s.documents = 0;
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -263,20 +301,35 @@ $$;
 CREATE FUNCTION search_statistics_removed() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
+DECLARE
+    zero_workspaces uuid[];
+    zero_owners uuid[];
+    zero_contexts text[];
+    zero_lexemes text[];
 BEGIN
-    INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
-    SELECT r.workspace_id, r.owner_id, r.context_key, l.lexeme, -count(*)::integer
-    FROM removed AS r, unnest(search_lexemes(r.search_vector, r.path)) AS l (lexeme)
-    WHERE EXISTS (SELECT FROM workspaces AS w WHERE w.id = r.workspace_id)
-    GROUP BY 1, 2, 3, 4
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
-    DO UPDATE SET documents = s.documents + EXCLUDED.documents;
-    -- As above: counts that reached zero go.
-    DELETE FROM search_statistics AS s
-    USING (SELECT DISTINCT workspace_id, owner_id, context_key FROM removed) AS r
-    WHERE (s.workspace_id, s.owner_id, s.context_key) = (r.workspace_id, r.owner_id, r.context_key)
-      AND s.documents <= 0;
+    WITH applied AS (
+        INSERT INTO search_statistics AS s (workspace_id, owner_id, context_key, lexeme, documents)
+        SELECT r.workspace_id, r.owner_id, r.context_key, l.lexeme, -count(*)::integer
+        FROM removed AS r, unnest(search_lexemes(r.search_vector, r.path)) AS l (lexeme)
+        WHERE EXISTS (SELECT FROM workspaces AS w WHERE w.id = r.workspace_id)
+        GROUP BY 1, 2, 3, 4
+        ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, owner_id, context_key, lexeme)
+        DO UPDATE SET documents = s.documents + EXCLUDED.documents
+        RETURNING s.workspace_id, s.owner_id, s.context_key, s.lexeme, s.documents
+    )
+    SELECT array_agg(a.workspace_id), array_agg(a.owner_id), array_agg(a.context_key),
+           array_agg(a.lexeme)
+    INTO zero_workspaces, zero_owners, zero_contexts, zero_lexemes
+    FROM applied AS a
+    WHERE a.documents = 0;
+    IF zero_lexemes IS NOT NULL THEN
+        DELETE FROM search_statistics AS s
+        USING unnest(zero_workspaces, zero_owners, zero_contexts, zero_lexemes)
+              AS z (ws, owner, ctx, lexeme)
+        WHERE s.workspace_id = z.ws AND s.owner_id = z.owner AND s.context_key = z.ctx
+          AND s.lexeme = z.lexeme AND s.documents = 0;
+    END IF;
     RETURN NULL;
 END
 $$;
