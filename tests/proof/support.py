@@ -394,6 +394,48 @@ def event_keys(events: Iterable[dict[str, Any]], ids: set[str]) -> Counter[tuple
     )
 
 
+def assert_each_commit_published_once(
+    inspector: Inspector, ids: Iterable[str], *, sweep_first: bool = True
+) -> Counter[tuple[str, int, str]]:
+    """Every commit to ``ids`` reached the bus under exactly one ``event_id``, and
+    nothing reached it that is not a commit; then nothing is left to deliver.
+
+    Delivery is at least once by design (docs/security.md): a ``PutEvents`` that
+    timed out on the client after the bus took it is sent again (by the client's
+    retry or by the sweeper) under the same ``event_id``, so consumers deduplicate
+    on it. Returns how many copies beyond the first each commit had.
+    """
+    ids = set(ids)
+    if sweep_first:
+        inspector.sweep()
+    commits = Counter(
+        (mid, e["revision"], e["operation"])
+        for mid, entries in inspector.history(sorted(ids)).items()
+        for e in entries
+    )
+    assert all(n == 1 for n in commits.values()), "a revision was committed twice"
+    ids_per_commit: dict[tuple[str, int, str], set[int]] = {}
+    copies: Counter[tuple[str, int, str]] = Counter()
+    for event in inspector.drain_events():
+        detail = event["detail"]
+        if detail["record_id"] not in ids:
+            continue
+        key = (detail["record_id"], detail["revision"], detail["operation"])
+        ids_per_commit.setdefault(key, set()).add(detail["event_id"])
+        copies[key] += 1
+    assert set(ids_per_commit) == set(commits), {
+        "missing": sorted(set(commits) - set(ids_per_commit))[:10],
+        "unexpected": sorted(set(ids_per_commit) - set(commits))[:10],
+    }
+    several = {key: found for key, found in ids_per_commit.items() if len(found) != 1}
+    assert not several, f"a commit was published under several event ids: {several}"
+    event_ids = [next(iter(found)) for found in ids_per_commit.values()]
+    assert len(set(event_ids)) == len(event_ids), "two commits share an event id"
+    assert inspector.sweep() == (0, 0)  # nothing left to deliver
+    assert event_keys(inspector.drain_events(), ids) == Counter()
+    return copies - Counter(dict.fromkeys(copies, 1))
+
+
 def dump_difference(
     before: dict[str, tuple[int, str]], after: dict[str, tuple[int, str]]
 ) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from memory_server.service import McpService, Settings
 from tests.proof.support import (
     Inspector,
     Result,
-    event_keys,
+    assert_each_commit_published_once,
     invoke,
     marker_word,
     mcp_client,
@@ -118,40 +118,6 @@ def history_problems(inspector: Inspector, ids: list[str]) -> list[str]:
     if inspector.outbox(ids) != commits:
         problems.append(f"outbox differs from history: {inspector.outbox(ids) - commits}")
     return problems
-
-
-def events_exactly_once(inspector: Inspector, ids: list[str]) -> None:
-    """After recovery the sweeper publishes what is left: every commit has its event,
-    exactly one event id per commit, and nothing is left to deliver.
-
-    Delivery is at least once by design (docs/security.md): a connection killed after
-    ``PutEvents`` but before the outbox row is marked leaves the row for the sweeper,
-    which sends it again under the same ``event_id``, so consumers deduplicate on it.
-    """
-    inspector.sweep()
-    commits = Counter(
-        (mid, e["revision"], e["operation"])
-        for mid, entries in inspector.history(ids).items()
-        for e in entries
-    )
-    delivered = [e for e in inspector.drain_events() if e["detail"]["record_id"] in set(ids)]
-    ids_per_commit: dict[tuple[str, int, str], set[int]] = {}
-    for event in delivered:
-        ids_per_commit.setdefault(_key(event), set()).add(event["detail"]["event_id"])
-    assert set(ids_per_commit) == set(commits), {
-        "missing": sorted(set(commits) - set(ids_per_commit))[:10],
-        "unexpected": sorted(set(ids_per_commit) - set(commits))[:10],
-    }
-    assert all(n == 1 for n in commits.values())
-    several = {key: found for key, found in ids_per_commit.items() if len(found) != 1}
-    assert not several, f"a commit was published under several event ids: {several}"
-    assert inspector.sweep() == (0, 0)  # nothing left to deliver
-    assert event_keys(inspector.drain_events(), set(ids)) == Counter()
-
-
-def _key(event: dict[str, Any]) -> tuple[str, int, str]:
-    detail = event["detail"]
-    return detail["record_id"], detail["revision"], detail["operation"]
 
 
 # -- the connection killed mid-transaction ---------------------------------------------
@@ -340,7 +306,7 @@ def test_killed_connections_never_merge_a_fact_twice(
 
 
 def test_killed_connections_lose_no_audit_event(storm: Storm, inspector: Inspector) -> None:
-    events_exactly_once(inspector, _folder_ids(inspector, storm.folder))
+    assert_each_commit_published_once(inspector, _folder_ids(inspector, storm.folder))
 
 
 def test_killed_connections_are_answered_within_the_deadline(storm: Storm) -> None:
@@ -705,4 +671,4 @@ def test_changes_commit_without_eventbridge_and_the_sweeper_delivers_once(
     assert [o.structured.get("error") for o in outcomes] == [None] * 5  # the degraded path
     assert pending == 5, "each commit's event waits in the outbox for the sweeper"
     no_problems(history_problems(inspector, ids))
-    events_exactly_once(inspector, ids)
+    assert_each_commit_published_once(inspector, ids)
