@@ -41,7 +41,7 @@ CONTEXT_ID_MAX_BYTES = 128
 # Records a search may fetch and score before it stops with the best of them, and
 # record-term pairs it may score (a query of many terms fetches fewer records). A
 # search that can prove nothing unfetched could enter its top results stops earlier.
-SEARCH_FETCH_BUDGET = 1000
+SEARCH_FETCH_BUDGET = 800
 SEARCH_SCORE_BUDGET = 4000
 
 # -- Cursors and cache hints ---------------------------------------------------------
