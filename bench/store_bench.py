@@ -415,48 +415,64 @@ class Bench:
             "all_search_maintenance_again": [],
         }
 
-        def operation(i: int) -> object:
+        contents = dict(
+            self.admin.execute(
+                "SELECT id, body FROM memory.memories WHERE id = ANY (%s)",
+                ([t.id for t in targets],),
+            ).fetchall()
+        )
+
+        def write(i: int, content: str) -> object:
             target = targets[i % len(targets)]
             args = tool_args(
                 WriteArgs,
-                {
-                    "uri": target.uri,
-                    "content": self.bodies[i % len(self.bodies)],
-                    "expected_revision": target.revision,
-                },
+                {"uri": target.uri, "content": content, "expected_revision": target.revision},
             )
             result = memory_write(self.store, caller, args, _deadline())
             target.revision = result["revision"]
+            contents[target.id] = content
             return result
 
+        workloads: dict[str, Timed] = {
+            # A whole new ~1 KB body: every word of the old one out, every new one in.
+            "replace": lambda i: write(i, self.bodies[i % len(self.bodies)]),
+            # One more line, as memory_remember adds a fact: a handful of new words.
+            "append": lambda i: write(
+                i,
+                contents[targets[i % len(targets)].id] + f"\n- noted item {i} for later\n",
+            ),
+        }
         timing = replace(self.timing, warmup=max(self.timing.warmup, len(targets)))
         found: dict[str, Any] = {}
         print("conditional_write, search maintenance on and off:", file=sys.stderr)
         try:
-            for name, disabled in variants.items():
-                for trigger in disabled:
-                    self.admin.execute(
-                        sql.SQL("ALTER TABLE memory.memories DISABLE TRIGGER {}").format(
-                            sql.Identifier(trigger)
-                        )
-                    )
-                try:
-                    found[name] = measure(name, operation, timing)
-                finally:
+            for workload, operation in workloads.items():
+                found[workload] = {}
+                for name, disabled in variants.items():
                     for trigger in disabled:
                         self.admin.execute(
-                            sql.SQL("ALTER TABLE memory.memories ENABLE TRIGGER {}").format(
+                            sql.SQL("ALTER TABLE memory.memories DISABLE TRIGGER {}").format(
                                 sql.Identifier(trigger)
                             )
                         )
+                    try:
+                        found[workload][name] = measure(f"{workload}: {name}", operation, timing)
+                    finally:
+                        for trigger in disabled:
+                            self.admin.execute(
+                                sql.SQL("ALTER TABLE memory.memories ENABLE TRIGGER {}").format(
+                                    sql.Identifier(trigger)
+                                )
+                            )
         finally:
             self.repair_search(caller.workspace_id, [t.id for t in targets])
-        for p in ("p50", "p95", "p99"):
-            both = (found["all_search_maintenance"][p], found["all_search_maintenance_again"][p])
-            found[f"statistics_add_{p}"] = round(min(both) - found["without_statistics"][p], 3)
-            found[f"search_maintenance_adds_{p}"] = round(
-                min(both) - found["without_search_maintenance"][p], 3
-            )
+        for runs in found.values():
+            for p in ("p50", "p95", "p99"):
+                both = (runs["all_search_maintenance"][p], runs["all_search_maintenance_again"][p])
+                runs[f"statistics_add_{p}"] = round(min(both) - runs["without_statistics"][p], 3)
+                runs[f"search_maintenance_adds_{p}"] = round(
+                    min(both) - runs["without_search_maintenance"][p], 3
+                )
         return found
 
     def repair_search(self, workspace_id: Any, ids: list[Any]) -> None:
@@ -873,8 +889,8 @@ def describe_dataset(bench: Bench, marker: dict[str, Any]) -> dict[str, Any]:
         "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = 'memory' AND c.relname IN ('memories', 'search_documents', "
-        "'revisions', 'search_documents_document', %s)",
-        (seed.FLOOR_INDEX,),
+        "'revisions', 'search_documents_document', 'search_statistics', %s, %s)",
+        (seed.FLOOR_INDEX, search_bench.FLOOR_TERMS_INDEX),
     ).fetchall()
     principals = admin.execute("SELECT count(*) FROM memory.principals").fetchone()
     assert body is not None and principals is not None

@@ -73,7 +73,7 @@ COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
 # Records a search may fetch and score before it stops with the best of them, and
 # record-term pairs it may score (a query of many terms fetches fewer records). A
 # search that can prove nothing unfetched could enter its top results stops earlier.
-SEARCH_FETCH_BUDGET = 1000
+SEARCH_FETCH_BUDGET = 800
 SEARCH_SCORE_BUDGET = 4000
 
 # -- Cursors and cache hints ---------------------------------------------------------
