@@ -145,9 +145,20 @@ SizeOf = Callable[[dict[str, Any], Sequence[Any]], int]  # (result with [] list,
 
 
 def _additive(sizer: Sizer) -> SizeOf:
+    # A fit probes the same items (and the same empty result) many times over; each is
+    # sized once. Keyed by identity, holding the object so that its id stays its own.
+    sized: dict[int, tuple[Any, int]] = {}
+
+    def once(value: Any, measure: Callable[[Any], int]) -> int:
+        hit = sized.get(id(value))
+        if hit is None:
+            hit = sized[id(value)] = (value, measure(value))
+        return hit[1]
+
     def size_of(empty: dict[str, Any], items: Sequence[Any]) -> int:
         commas = 2 * (len(items) - 1) if items else 0
-        return sizer.size(empty) + sum(sizer.fragment(item) for item in items) + commas
+        fragments = sum(once(item, sizer.fragment) for item in items)
+        return once(empty, sizer.size) + fragments + commas
 
     return size_of
 
@@ -180,9 +191,18 @@ def fit_search(
     """
     hits = found.hits[:SEARCH_MAX_HITS]
     base = [utf8_prefix(hit.excerpt, SEARCH_EXCERPT_BYTES)[0] for hit in hits]
+    made: dict[tuple[int, str], dict[str, Any]] = {}
+
+    def item(i: int, cap: int) -> dict[str, Any]:
+        # One object per distinct excerpt, so the sizer measures each once.
+        excerpt = utf8_prefix(base[i], cap)[0]
+        key = (i, excerpt)
+        if key not in made:
+            made[key] = {**hits[i].summary, "excerpt": excerpt}
+        return made[key]
 
     def chosen(n: int, cap: int) -> list[dict[str, Any]]:
-        return [{**hits[i].summary, "excerpt": utf8_prefix(base[i], cap)[0]} for i in range(n)]
+        return [item(i, cap) for i in range(n)]
 
     def result(items: list[dict[str, Any]], truncated: bool) -> dict[str, Any]:
         return {"hits": items, "truncated": truncated, "trust": TRUST}
