@@ -436,3 +436,41 @@ def test_a_spent_budget_returns_the_best_of_what_it_fetched(world, cluster) -> N
     small = candidates(5)
     assert 1 <= len(small) <= 8 and {r for r, _ in small} <= set(exhaustive)
     assert [s for _, s in small] == sorted((s for _, s in small), reverse=True)
+
+
+def test_search_never_scans_a_table_sequentially(world, cluster) -> None:  # type: ignore[no-untyped-def]
+    """The search function's plans are cached per session, made once from the table
+    statistics of the moment. A new database's tables look empty until analysed, and
+    a sequential scan planned then stayed for the session: every document read and
+    its index expression computed, hundreds of milliseconds a question once a thousand
+    records were written. Here the planner is told that sequential reads cost nothing;
+    the search must still go through its indexes."""
+    from memory_server.db import request_settings
+    from memory_server.sql_files import query
+
+    from bench.search_bench import search_params
+
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    for i in range(5):
+        agent.write(
+            uri=f"memory://workspace/notes/heron-{i}.md",
+            content=f"# Heron {i}\nthe grey heron waded near the weir",
+            expected_revision=0,
+        )
+    with psycopg.connect(cluster.owner_url) as conn:
+        conn.execute(query("request_settings"), request_settings(agent.caller, 60_000))
+        for cost in ("seq_page_cost", "cpu_tuple_cost", "cpu_operator_cost"):
+            conn.execute(f"SET LOCAL {cost} = 0")
+        found = conn.execute(
+            query("search_candidates"), search_params(agent.caller, "grey heron weir")
+        ).fetchall()
+        scans = dict(
+            conn.execute(
+                "SELECT relname, seq_scan FROM pg_stat_xact_user_tables "
+                "WHERE schemaname = 'memory' AND relname IN "
+                "('search_documents', 'search_statistics')"
+            ).fetchall()
+        )
+    assert len(found) == 5
+    assert scans == {"search_documents": 0, "search_statistics": 0}, scans
