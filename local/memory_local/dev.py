@@ -1,7 +1,7 @@
 """``make dev``: the whole service on one machine, with one command.
 
 Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
-loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
+loopback in a child process for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
 ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handlers (the MCP
 function, the Lambda authorizer, the management function), the local stand-in for
 the user pool's sign-in and token endpoints, the demo tenants, and the audit sweeper
@@ -132,7 +132,10 @@ class DevStack:
         self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
-        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap).start()
+        # Moto in its own process: in this one it would compete with the handler for
+        # the interpreter lock, and every change's PutEvents would wait on that.
+        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap, own_process=True)
+        self.aws.start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
         # Listening first, so the port (PORT, or any free one) is known before the
