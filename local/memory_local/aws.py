@@ -127,7 +127,8 @@ class LocalAws:
     emulated SQS costs tens of milliseconds of CPU an event, so ``make dev`` leaves
     it off unless asked (``MEMORY_AUDIT_TAP=1``). ``own_process`` runs the server
     in a child process (``python -m memory_local.aws``), which ``stop`` ends and
-    which exits by itself if this process dies.
+    which exits by itself if this process dies; ``niceness`` lowers its scheduling
+    priority (``nice``), so it takes the CPU the request path leaves.
     """
 
     def __init__(
@@ -143,6 +144,7 @@ class LocalAws:
         tap_keep: int = TAP_KEEP,
         tap_rotate: int = TAP_ROTATE,
         own_process: bool = False,
+        niceness: int = 0,
     ) -> None:
         self.region = region
         self.host = host
@@ -150,6 +152,7 @@ class LocalAws:
         self.seed = seed
         self.quiet = quiet
         self.own_process = own_process
+        self.niceness = niceness
         self._endpoint_url = endpoint_url
         self._server: ThreadedMotoServer | None = None
         self._process: subprocess.Popen[str] | None = None
@@ -189,7 +192,14 @@ class LocalAws:
         # _serve), so a crashed ``make dev`` leaves no server behind.
         package_root = str(Path(__file__).resolve().parents[1])
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        command = [sys.executable, "-m", "memory_local.aws", self.host, str(self.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "memory_local.aws",
+            self.host,
+            str(self.port),
+            str(self.niceness),
+        ]
         if not self.quiet:
             command.append("--verbose")
         process = subprocess.Popen(
@@ -244,6 +254,11 @@ class LocalAws:
         if self._endpoint_url is None:
             raise RuntimeError("LocalAws is not started")
         return self._endpoint_url
+
+    @property
+    def process_id(self) -> int | None:
+        """The server's own process (``own_process``), while it runs."""
+        return self._process.pid if self._process is not None else None
 
     def env(self) -> dict[str, str]:
         """Variables that point an AWS SDK (boto3, a child process) at this server.
@@ -669,9 +684,11 @@ def _quiet_werkzeug() -> None:
         logger.setLevel(logging.WARNING)
 
 
-def _serve(host: str, port: int, verbose: bool) -> None:
+def _serve(host: str, port: int, niceness: int, verbose: bool) -> None:
     """The child of ``LocalAws(own_process=True)``: serve until standard input closes
     (the parent stopped or died), after printing where it listens."""
+    if niceness > 0:
+        os.nice(niceness)
     if not verbose:
         _quiet_werkzeug()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
@@ -683,4 +700,4 @@ def _serve(host: str, port: int, verbose: bool) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1], int(sys.argv[2]), "--verbose" in sys.argv[3:])
+    _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "--verbose" in sys.argv[4:])

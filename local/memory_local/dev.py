@@ -60,6 +60,7 @@ SWEEP_EVERY_S = 15.0
 TAP_DRAIN_EVERY_S = 1.0
 EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 SWITCH_INTERVAL_S = 0.0005  # see main()
+AWS_NICENESS = 10  # the AWS emulation's scheduling priority, lowered (see start)
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -134,8 +135,15 @@ class DevStack:
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
         # Moto in its own process: in this one it would compete with the handler for
-        # the interpreter lock, and every change's PutEvents would wait on that.
-        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap, own_process=True)
+        # the interpreter lock. And at a lower priority: an emulated PutEvents costs
+        # more CPU than a write (docs/performance.md), and it runs after the response,
+        # so it should take the CPU the requests leave, not delay the next one.
+        self.aws = LocalAws(
+            seed=self.moto_seed,
+            audit_tap=self.audit_tap,
+            own_process=True,
+            niceness=AWS_NICENESS,
+        )
         self.aws.start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -213,12 +214,17 @@ def _answers(endpoint_url: str) -> bool:
 
 
 def test_a_server_in_its_own_process_ends_with_stop() -> None:
-    aws = LocalAws(own_process=True).start()
+    aws = LocalAws(own_process=True, niceness=5).start()
     try:
         url = aws.endpoint_url
         assert aws.provision().bus_name == AUDIT_BUS
+        pid = aws.process_id
+        assert pid is not None and pid != os.getpid()
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, mine + 5)
     finally:
         aws.stop()
+    assert aws.process_id is None
     assert not _answers(url)
 
 
