@@ -1,11 +1,11 @@
 """``make dev``: the whole service on one machine, with one command.
 
 Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
-loopback in a child process for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
-``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handlers (the MCP
-function, the Lambda authorizer, the management function), the local stand-in for
-the user pool's sign-in and token endpoints, the demo tenants, and the audit sweeper
-on a timer. Ctrl-C stops everything.
+loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the API
+Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
+Lambda handlers (the MCP function, the Lambda authorizer, the management function),
+the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
+and the audit sweeper on a timer. Ctrl-C stops everything.
 
 Nothing here grows with the requests served. The handler publishes audit events
 after each response from one worker thread with a bounded queue. The audit tap (an
