@@ -200,9 +200,10 @@ class Stack:
     process: subprocess.Popen[bytes] | None = None
     root: Path | None = None
 
-    def cpu(self) -> tuple[float, float] | None:
-        """CPU seconds so far of the stack's process and of its PostgreSQL (postmaster
-        and backends); None for a stack this benchmark did not start (Linux only)."""
+    def cpu(self) -> tuple[float, float, float] | None:
+        """CPU seconds so far of the stack's process, of its PostgreSQL (postmaster
+        and backends) and of its other child processes (the AWS emulation); None for
+        a stack this benchmark did not start (Linux only)."""
         if self.process is None or self.root is None:
             return None
         pidfile = self.root / "postgres" / "data" / "postmaster.pid"
@@ -211,7 +212,8 @@ class Stack:
         except (OSError, ValueError, IndexError):
             return None
         database = _cpu_of(postmaster) + sum(_cpu_of(pid) for pid in _children(postmaster))
-        return _cpu_of(self.process.pid), database
+        others = sum(_cpu_of(pid) for pid in _children(self.process.pid) if pid != postmaster)
+        return _cpu_of(self.process.pid), database, others
 
     @property
     def url(self) -> str:
@@ -499,6 +501,7 @@ def measure(
             # Per call, publishing after the response included (for changes).
             entry["server_cpu_ms"] = (cpu_after[0] - cpu_before[0]) * 1000 / len(samples)
             entry["database_cpu_ms"] = (cpu_after[1] - cpu_before[1]) * 1000 / len(samples)
+            entry["aws_cpu_ms"] = (cpu_after[2] - cpu_before[2]) * 1000 / len(samples)
         if failures:
             entry["first_error"] = failures[0]
         results[tool] = entry
@@ -556,9 +559,9 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"\n### {int(records):,} records\n")
         lines.append(
             "| tool | clients | p50 ms | p95 ms | p99 ms | calls/s | audit delay p50 / p95 ms "
-            "| server CPU ms/call | database CPU ms/call |"
+            "| server CPU ms/call | database CPU ms/call | AWS emulation CPU ms/call |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for tool in TOOLS:
             for clients, by_tool in by_clients.items():
                 entry = by_tool[tool]
@@ -571,10 +574,11 @@ def table(results: dict[str, Any]) -> str:
                 )
                 server = entry.get("server_cpu_ms", float("nan"))
                 database = entry.get("database_cpu_ms", float("nan"))
+                aws = entry.get("aws_cpu_ms", float("nan"))
                 lines.append(
                     f"| {tool} | {clients} | {entry['p50']:.1f} | {entry['p95']:.1f} | "
                     f"{entry['p99']:.1f} | {entry['calls_per_s']:.0f} | {delay} | "
-                    f"{server:.1f} | {database:.1f} |"
+                    f"{server:.1f} | {database:.1f} | {aws:.1f} |"
                 )
     return "\n".join(lines)
 

@@ -1,8 +1,10 @@
 """AWS emulation for tests and ``make dev``: moto's server on a loopback port.
 
-Moto runs in a thread of this process (``ThreadedMotoServer``), but the code under
-test reaches it only over HTTP with ordinary boto3 clients, exactly as it would
-reach AWS: nothing is patched, so what works here is the code that ships. This
+Moto runs in a thread of this process (``ThreadedMotoServer``), or in a child
+process of its own (``own_process=True``, as ``make dev`` runs it, so emulating
+AWS does not compete with the handler for this interpreter's lock). Either way the
+code under test reaches it only over HTTP with ordinary boto3 clients, exactly as
+it would reach AWS: nothing is patched, so what works here is the code that ships. This
 module only starts the server and provisions what the service uses (Cognito user
 pool and resource server, the DynamoDB idempotency table, the EventBridge audit
 bus); it never touches ``os.environ`` (callers apply :meth:`LocalAws.env` to a
@@ -10,7 +12,7 @@ child process or a test's environment themselves).
 
 Moto keeps its state in process-global backends. Two ``LocalAws`` objects in one
 process therefore see the same pools and tables, and anything that resets moto in
-this process (``mock_aws``) resets ours too.
+this process (``mock_aws``) resets ours too (not a server in its own process).
 
 What moto's Cognito does not do, and why :mod:`memory_local.tokens` exists: its
 tokens carry ``iss = https://cognito-idp.{region}.amazonaws.com/{pool_id}`` and
@@ -23,6 +25,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -30,6 +35,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -119,7 +125,10 @@ class LocalAws:
     process-global, so leave it ``None`` in tests. ``audit_tap`` subscribes a queue
     to the audit bus so published events can be read back (``read_audit_events``);
     emulated SQS costs tens of milliseconds of CPU an event, so ``make dev`` leaves
-    it off unless asked (``MEMORY_AUDIT_TAP=1``).
+    it off unless asked (``MEMORY_AUDIT_TAP=1``). ``own_process`` runs the server
+    in a child process (``python -m memory_local.aws``), which ``stop`` ends and
+    which exits by itself if this process dies; ``niceness`` lowers its scheduling
+    priority (``nice``), so it takes the CPU the request path leaves.
     """
 
     def __init__(
@@ -134,14 +143,19 @@ class LocalAws:
         audit_tap: bool = True,
         tap_keep: int = TAP_KEEP,
         tap_rotate: int = TAP_ROTATE,
+        own_process: bool = False,
+        niceness: int = 0,
     ) -> None:
         self.region = region
         self.host = host
         self.port = port
         self.seed = seed
         self.quiet = quiet
+        self.own_process = own_process
+        self.niceness = niceness
         self._endpoint_url = endpoint_url
         self._server: ThreadedMotoServer | None = None
+        self._process: subprocess.Popen[str] | None = None
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._session_lock = threading.Lock()
@@ -156,9 +170,11 @@ class LocalAws:
     # -- lifecycle ------------------------------------------------------------
 
     def start(self) -> LocalAws:
-        if self._server is not None:
+        if self._server is not None or self._process is not None:
             return self
-        if self._endpoint_url is None:
+        if self._endpoint_url is None and self.own_process:
+            self._start_process()
+        elif self._endpoint_url is None:
             if self.quiet:
                 _quiet_werkzeug()
             server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
@@ -171,12 +187,55 @@ class LocalAws:
             self._moto_api(f"/moto-api/seed?a={int(self.seed)}")
         return self
 
+    def _start_process(self) -> None:
+        # The child learns the parent is gone when its standard input closes (see
+        # _serve), so a crashed ``make dev`` leaves no server behind.
+        package_root = str(Path(__file__).resolve().parents[1])
+        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        command = [
+            sys.executable,
+            "-m",
+            "memory_local.aws",
+            self.host,
+            str(self.port),
+            str(self.niceness),
+        ]
+        if not self.quiet:
+            command.append("--verbose")
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
+            text=True,
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline()  # "host port" once listening
+        if not line:
+            process.wait(10)
+            raise RuntimeError(f"the moto process exited ({process.returncode}) before listening")
+        host, port = line.split()
+        self._process, self.port = process, int(port)
+        self._endpoint_url = f"http://{host}:{port}"
+
     def stop(self) -> None:
         """Stop the server this object started (an attached one keeps running)."""
         server, self._server = self._server, None
+        process, self._process = self._process, None
         self._clients.clear()
         if server is not None:
             server.stop()
+            self._endpoint_url = None
+        if process is not None:
+            process.terminate()  # this child, by its PID
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
             self._endpoint_url = None
 
     def __enter__(self) -> LocalAws:
@@ -195,6 +254,11 @@ class LocalAws:
         if self._endpoint_url is None:
             raise RuntimeError("LocalAws is not started")
         return self._endpoint_url
+
+    @property
+    def process_id(self) -> int | None:
+        """The server's own process (``own_process``), while it runs."""
+        return self._process.pid if self._process is not None else None
 
     def env(self) -> dict[str, str]:
         """Variables that point an AWS SDK (boto3, a child process) at this server.
@@ -618,3 +682,22 @@ def _quiet_werkzeug() -> None:
     logger = logging.getLogger("werkzeug")
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.WARNING)
+
+
+def _serve(host: str, port: int, niceness: int, verbose: bool) -> None:
+    """The child of ``LocalAws(own_process=True)``: serve until standard input closes
+    (the parent stopped or died), after printing where it listens."""
+    if niceness > 0:
+        os.nice(niceness)
+    if not verbose:
+        _quiet_werkzeug()
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    bound_host, bound_port = server.get_host_and_port()
+    print(bound_host, bound_port, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "--verbose" in sys.argv[4:])

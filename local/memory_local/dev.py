@@ -1,11 +1,11 @@
 """``make dev``: the whole service on one machine, with one command.
 
 Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
-loopback for Cognito, DynamoDB and EventBridge, the API Gateway emulator on
-``127.0.0.1:8787`` (``PORT`` overrides) in front of the same Lambda handlers (the MCP
-function, the Lambda authorizer, the management function), the local stand-in for
-the user pool's sign-in and token endpoints, the demo tenants, and the audit sweeper
-on a timer. Ctrl-C stops everything.
+loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the API
+Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
+Lambda handlers (the MCP function, the Lambda authorizer, the management function),
+the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
+and the audit sweeper on a timer. Ctrl-C stops everything.
 
 Nothing here grows with the requests served. The handler publishes audit events
 after each response from one worker thread with a bounded queue. The audit tap (an
@@ -59,6 +59,8 @@ MOTO_SEED = 20261129  # same ids, secrets and subs on every start (see LocalAws)
 SWEEP_EVERY_S = 15.0
 TAP_DRAIN_EVERY_S = 1.0
 EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
+SWITCH_INTERVAL_S = 0.0005  # see main()
+AWS_NICENESS = 10  # the AWS emulation's scheduling priority, lowered (see start)
 
 
 def _credentials(path: Path) -> dict[str, str]:
@@ -132,7 +134,17 @@ class DevStack:
         self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
-        self.aws = LocalAws(seed=self.moto_seed, audit_tap=self.audit_tap).start()
+        # Moto in its own process: in this one it would compete with the handler for
+        # the interpreter lock. And at a lower priority: an emulated PutEvents costs
+        # more CPU than a write (docs/performance.md), and it runs after the response,
+        # so it should take the CPU the requests leave, not delay the next one.
+        self.aws = LocalAws(
+            seed=self.moto_seed,
+            audit_tap=self.audit_tap,
+            own_process=True,
+            niceness=AWS_NICENESS,
+        )
+        self.aws.start()
         provisioned = self.aws.provision()
         issuer = LocalIssuer(self.root / "signing-key.pem", provisioned.issuer)
         # Listening first, so the port (PORT, or any free one) is known before the
@@ -335,6 +347,10 @@ def main() -> None:
         audit_tap=_flag("MEMORY_AUDIT_TAP"),
         synchronous_commit=not _flag("MEMORY_DEV_ASYNC_COMMIT"),
     )
+    # Requests and the after-response worker share this interpreter: a request whose
+    # database answer has arrived must not wait the default 5 ms for the interpreter
+    # lock while the worker runs a publishing batch (what a write's p95 met).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:

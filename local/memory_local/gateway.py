@@ -31,6 +31,7 @@ import base64
 import binascii
 import json
 import os
+import queue
 import re
 import sys
 import threading
@@ -266,6 +267,7 @@ class ApiGateway:
         self.memory_limit_in_mb = memory_limit_in_mb
         self.api_id = "local"
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
+        self._invoker = _Invoker()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._log_lock = threading.Lock()
@@ -303,6 +305,7 @@ class ApiGateway:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        self._invoker.stop()
 
     def __enter__(self) -> ApiGateway:
         return self.start()
@@ -556,6 +559,7 @@ class ApiGateway:
             log_group_name=f"/aws/lambda/{function_name}",
         )
         outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
 
         def run() -> None:
             try:
@@ -565,10 +569,10 @@ class ApiGateway:
             finally:
                 if self._slots is not None:
                     self._slots.release()
+                done.set()
 
-        worker = threading.Thread(target=run, name=f"lambda-{request_id}", daemon=True)
-        worker.start()
-        worker.join(max(0.0, deadline - time.monotonic()))
+        self._invoker.run(run)
+        done.wait(max(0.0, deadline - time.monotonic()))
         if not outcome:
             # API Gateway gives up at its integration timeout; the function runs on.
             self.log(f"{request_id}: handler still running after {self.timeout_s}s")
@@ -644,6 +648,42 @@ def _structured_response(value: dict[str, Any]) -> HttpResponse:
 def _segment(workspace: str) -> str:
     """A path segment for a URL we print: percent-encoded, so no quote or CRLF gets in."""
     return quote(workspace, safe="-._~!$&'()*+,;=:@")
+
+
+class _Invoker:
+    """Runs invocations on daemon threads that are reused, as Lambda reuses warm
+    containers: starting a thread for each call cost the emulator more CPU than the
+    rest of its work for that call. A thread still busy past the integration timeout
+    stays busy (the function runs on, as in Lambda); the next call takes another."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None] | None]] = []
+        self._stopped = False
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="lambda", daemon=True).start()
+        inbox.put(job)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := inbox.get()) is not None:
+            job()  # never raises (ApiGateway._invoke's run)
+            with self._lock:
+                if self._stopped:
+                    return
+                self._idle.append(inbox)
+
+    def stop(self) -> None:
+        """End the idle threads now and the busy ones when their call returns."""
+        with self._lock:
+            self._stopped = True
+            idle, self._idle = self._idle, []
+        for inbox in idle:
+            inbox.put(None)
 
 
 # -- the HTTP layer -------------------------------------------------------------

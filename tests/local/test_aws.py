@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
+import time
 
 import boto3
 import pytest
@@ -199,3 +202,48 @@ def test_sign_in_table_and_the_pools_people(local_aws: LocalAws) -> None:
     assert ttl["TimeToLiveDescription"]["AttributeName"] == "expires_at"
     sub = local_aws.create_user("signin-person")
     assert local_aws.people()["signin-person"] == sub
+
+
+def _answers(endpoint_url: str) -> bool:
+    host, port = endpoint_url.removeprefix("http://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def test_a_server_in_its_own_process_ends_with_stop() -> None:
+    aws = LocalAws(own_process=True, niceness=5).start()
+    try:
+        url = aws.endpoint_url
+        assert aws.provision().bus_name == AUDIT_BUS
+        pid = aws.process_id
+        assert pid is not None and pid != os.getpid()
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, mine + 5)
+    finally:
+        aws.stop()
+    assert aws.process_id is None
+    assert not _answers(url)
+
+
+CRASHING_PARENT = """
+import os
+from memory_local.aws import LocalAws
+print(LocalAws(own_process=True).start().endpoint_url, flush=True)
+os._exit(1)  # no stop(): a crash
+"""
+
+
+@pytest.mark.slow
+def test_a_server_in_its_own_process_does_not_outlive_a_crashed_parent() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", CRASHING_PARENT], capture_output=True, text=True, timeout=60
+    )
+    url = result.stdout.strip()
+    assert url.startswith("http://127.0.0.1:")
+    give_up = time.monotonic() + 10
+    while _answers(url) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    assert not _answers(url)
