@@ -226,7 +226,13 @@ def trace(owner: psycopg.Connection[Any], params: dict[str, Any]) -> list[dict[s
     return events
 
 
-_STATISTICS = "SELECT * FROM search_view_statistics($1, $2, $3, $4)"
+# The statement search_view_statistics() runs (migration 0015), planned for each
+# call's values; the segment statements below are planned generically.
+_STATISTICS = (
+    "SELECT s.lexeme, sum(s.documents)::bigint FROM search_statistics AS s "
+    "WHERE s.workspace_id = $1 AND s.owner_id = ANY ($2) AND s.context_key = ANY ($3) "
+    "AND s.lexeme = ANY ($4) GROUP BY s.lexeme"
+)
 _FETCH = "SELECT * FROM search_fetch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) LIMIT $12"
 _BATCH = (
     "SELECT r.memory_id, r.score FROM unnest($1::tsquery[], $2::tsquery[]) AS s (probe, others) "
@@ -264,11 +270,13 @@ def explain_search(owner_url: str, caller: Caller, text: str) -> tuple[str, dict
             f"the view; idf {[round(x, 3) for x in units['idf']]}); cells: {len(units['cells'])}",
             "statistics:",
         ]
+        owner.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         lines += _plan(
             owner,
             "statistics",
             (units["workspace"], units["owners"], units["contexts"], [*units["units"], ""]),
         )
+        owner.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         queries = ["'" + u.replace("\\", "\\\\").replace("'", "''") + "'" for u in units["units"]]
         view_args = (
             units["workspace"],
