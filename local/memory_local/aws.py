@@ -321,8 +321,10 @@ class LocalAws:
         pool_id = self._ensure_user_pool()
         self._ensure_resource_server(pool_id)
         people_client_id = self._ensure_people_client(pool_id)
-        self._ensure_idempotency_table()
-        self._ensure_signin_table()
+        # Powertools' default idempotency schema: key ``id``, TTL on ``expiration``.
+        self._ensure_table(IDEMPOTENCY_TABLE, "id", "expiration")
+        # template.yaml's ``SigninTable``: key ``pk``, TTL on ``expires_at``.
+        self._ensure_table(SIGNIN_TABLE, "pk", "expires_at")
         self._ensure_bus()
         queue_url = ""
         if self.audit_tap:
@@ -396,46 +398,27 @@ class LocalAws:
         )["UserPoolClient"]
         return str(created["ClientId"])
 
-    def _ensure_idempotency_table(self) -> None:
+    def _ensure_table(self, name: str, key: str, ttl_attribute: str) -> None:
+        """A table keyed by the string attribute ``key``, with TTL on ``ttl_attribute``:
+        made when missing, its TTL switched on when it is not."""
         dynamodb = self._client("dynamodb")
         try:
-            dynamodb.describe_table(TableName=IDEMPOTENCY_TABLE)
+            dynamodb.describe_table(TableName=name)
         except dynamodb.exceptions.ResourceNotFoundException:
-            # Powertools' default schema: partition key ``id``, TTL on ``expiration``.
             dynamodb.create_table(
-                TableName=IDEMPOTENCY_TABLE,
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                TableName=name,
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
                 BillingMode="PAY_PER_REQUEST",
             )
             dynamodb.get_waiter("table_exists").wait(
-                TableName=IDEMPOTENCY_TABLE, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+                TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
             )
-        ttl = dynamodb.describe_time_to_live(TableName=IDEMPOTENCY_TABLE)["TimeToLiveDescription"]
+        ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
         if ttl.get("TimeToLiveStatus") != "ENABLED":
             dynamodb.update_time_to_live(
-                TableName=IDEMPOTENCY_TABLE,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
-            )
-
-    def _ensure_signin_table(self) -> None:
-        """template.yaml's ``SigninTable``: key ``pk``, TTL on ``expires_at``."""
-        dynamodb = self._client("dynamodb")
-        try:
-            dynamodb.describe_table(TableName=SIGNIN_TABLE)
-        except dynamodb.exceptions.ResourceNotFoundException:
-            dynamodb.create_table(
-                TableName=SIGNIN_TABLE,
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-            dynamodb.get_waiter("table_exists").wait(
-                TableName=SIGNIN_TABLE, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
-            )
-            dynamodb.update_time_to_live(
-                TableName=SIGNIN_TABLE,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"},
+                TableName=name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl_attribute},
             )
 
     def _ensure_bus(self) -> None:
