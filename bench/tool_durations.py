@@ -33,14 +33,14 @@ from memory_local.postgres import EmbeddedPostgres
 from memory_server.admin import operators
 from memory_server.after_response import AfterResponse
 from memory_server.db import Database
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.grants import ALL_GRANTS
 from memory_server.provision import Passwords, provision
 from memory_server.service import McpService, Settings
 
 from .corpus import TYPICAL_TERM, TextGenerator
+from .endpoint_bench import event
 
 ROOT = Path(__file__).resolve().parents[1]
-SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 
 
 class Events:
@@ -50,29 +50,15 @@ class Events:
         return {"Entries": [{"EventId": "x"} for _ in Entries]}
 
 
-def event(slug: str, subject: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def tool_call(slug: str, subject: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An API Gateway event calling ``tool``, as the Lambda authorizer passes it on."""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
         "params": {"name": tool, "arguments": arguments},
     }
-    return {
-        "version": "2.0",
-        "rawPath": f"/w/{slug}/mcp",
-        "headers": {"content-type": "application/json", "mcp-protocol-version": "2025-11-25"},
-        "pathParameters": {"workspace": slug},
-        "requestContext": {
-            "http": {"method": "POST"},
-            "requestId": str(uuid.uuid4()),
-            "domainName": "bench.local",
-            "authorizer": {
-                "jwt": {"claims": {"sub": subject, "token_use": "access"}, "scopes": SCOPES}
-            },
-        },
-        "body": json.dumps(body),
-        "isBase64Encoded": False,
-    }
+    return event(slug, subject, body)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -130,7 +116,7 @@ def main() -> None:
         service = McpService(settings, db, Events(), after_response=AfterResponse(publishing))
 
         def call(tool: str, **arguments: Any) -> dict[str, Any]:
-            response = service.handle(event(slug, subject, tool, arguments))
+            response = service.handle(tool_call(slug, subject, tool, arguments))
             result = json.loads(response["body"])["result"]
             assert not result["isError"], result
             return dict(result["structuredContent"])

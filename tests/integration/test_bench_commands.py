@@ -1,0 +1,53 @@
+"""The benchmark commands the docs give still run (figures are not checked here:
+targets live in the benchmarks themselves, docs/performance.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> None:
+    output = tmp_path / "tools.json"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.tool_durations",
+            "--records",
+            "5",
+            "--calls",
+            "3",
+            "--output",
+            str(output),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(output.read_text())
+    tools = {
+        "memory_read",
+        "memory_search",
+        "memory_list",
+        "memory_write (create)",
+        "memory_write (replace)",
+        "memory_remember",
+        "memory_move",
+        "memory_delete",
+    }
+    assert tools <= set(results), sorted(results)
+    for tool in tools:
+        assert results[tool]["wall"]["p50"] > 0, tool
+    for change in ("memory_write (create)", "memory_remember", "memory_delete"):
+        assert results[change]["publish_wall"]["p50"] > 0, change
