@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.stack_bench import TOOLS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,16 +38,7 @@ def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(output.read_text())
-    tools = {
-        "memory_read",
-        "memory_search",
-        "memory_list",
-        "memory_write (create)",
-        "memory_write (replace)",
-        "memory_remember",
-        "memory_move",
-        "memory_delete",
-    }
+    tools = set(TOOLS)  # the tools the stack bench times, named alike
     assert tools <= set(results), sorted(results)
     for tool in tools:
         assert results[tool]["wall"]["p50"] > 0, tool
