@@ -52,6 +52,7 @@ from memory_server.search_query import parse_query
 from memory_server.store import Store, resolve_caller
 
 from .recall_set import CHECKSUM, COLLEAGUES, READER, Memory, Question, RecallSet, generate
+from .search_bench import EXHAUSTIVE_RANKING
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "recall.json"
@@ -73,36 +74,6 @@ matches AS (
 )
 SELECT matches.id FROM matches, q
 ORDER BY ts_rank_cd(matches.search_vector, q.q) DESC, matches.id
-LIMIT %(top)s
-"""
-
-# The product's score for every visible match of the query's words, exhaustively
-# (phrases and exclusions are not used by the recall set).
-EXHAUSTIVE_SEARCH = """
-WITH units AS (
-    SELECT l AS lexeme, memory.search_any(ARRAY[l]) AS q
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s))) AS l
-), counted AS (
-    SELECT u.lexeme, u.q,
-           (SELECT coalesce(sum(s.documents), 0) FROM memory.search_statistics AS s
-            WHERE s.workspace_id = %(workspace_id)s AND s.owner_id = ANY (%(owners)s)
-              AND s.context_key = ANY (%(contexts)s) AND s.lexeme = u.lexeme) AS df
-    FROM units AS u
-), total AS (
-    SELECT coalesce(sum(s.documents), 0) AS n FROM memory.search_statistics AS s
-    WHERE s.workspace_id = %(workspace_id)s AND s.owner_id = ANY (%(owners)s)
-      AND s.context_key = ANY (%(contexts)s) AND s.lexeme = ''
-)
-SELECT d.memory_id,
-       (SELECT coalesce(sum(memory.search_idf(total.n, c.df)
-                            * memory.search_bm25(memory.search_tf(d.terms, c.q), d.length)), 0)
-        FROM counted AS c WHERE memory.search_tf(d.terms, c.q) > 0)
-       + memory.search_prior(d.updated_at, now()) AS score
-FROM memory.search_documents AS d, total
-WHERE d.workspace_id = %(workspace_id)s AND d.owner_id = ANY (%(owners)s)
-  AND d.context_key = ANY (%(contexts)s) AND d.kind = ANY (%(kinds)s)
-  AND d.terms @@ (SELECT memory.search_any(array_agg(u.lexeme)) FROM units AS u)
-ORDER BY score DESC, d.memory_id
 LIMIT %(top)s
 """
 
@@ -184,7 +155,8 @@ def exhaustive_search(admin: psycopg.Connection[Any], caller: Caller) -> Searche
 
     def run(question: Question) -> list[str]:
         words = parse_query(question.text).words
-        rows = admin.execute(EXHAUSTIVE_SEARCH, {**params, "words": words}).fetchall()
+        # Phrases and exclusions are not used by the recall set.
+        rows = admin.execute(EXHAUSTIVE_RANKING, {**params, "words": words}).fetchall()
         return [str(row[0]) for row in rows]
 
     return run

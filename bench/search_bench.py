@@ -31,9 +31,10 @@ SEARCH_KINDS = ["memories", "notes"]  # memory_search's default kinds
 FLOOR_TERMS_INDEX = "bench_floor_terms"
 
 # Every visible match of the query's words ranked with the search's own score
-# (statistics from memory.search_statistics, as the search reads them), then the
-# excerpts of the best 8, as the search answers them.
-FLOOR_SEARCH = """
+# (statistics from memory.search_statistics, as the search reads them), best
+# ``top`` first: the exhaustive ranking the bounded search is compared with, here
+# and in the recall benchmark.
+EXHAUSTIVE_RANKING = """
 WITH units AS (
     SELECT l AS lexeme, memory.search_any(ARRAY[l]) AS q
     FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s))) AS l
@@ -46,20 +47,24 @@ WITH units AS (
     SELECT coalesce(sum(s.documents), 0) AS n FROM memory.search_statistics AS s
     WHERE s.workspace_id = %(workspace_id)s AND s.owner_id = ANY (%(owners)s)
       AND s.context_key = ANY (%(contexts)s) AND s.lexeme = ''
-), top AS (
-    SELECT d.memory_id,
-           (SELECT coalesce(sum(memory.search_idf(total.n, c.df)
-                                * memory.search_bm25(memory.search_tf(d.terms, c.q), d.length)), 0)
-            FROM counted AS c WHERE memory.search_tf(d.terms, c.q) > 0)
-           + memory.search_prior(d.updated_at, now()) AS score
-    FROM memory.search_documents AS d, total
-    WHERE d.workspace_id = %(workspace_id)s
-      AND d.terms @@ (SELECT memory.search_any(array_agg(u.lexeme)) FROM units AS u)
-      AND d.owner_id = ANY (%(owners)s) AND d.context_key = ANY (%(contexts)s)
-      AND d.kind = ANY (%(kinds)s)
-    ORDER BY score DESC, d.memory_id
-    LIMIT 8
 )
+SELECT d.memory_id,
+       (SELECT coalesce(sum(memory.search_idf(total.n, c.df)
+                            * memory.search_bm25(memory.search_tf(d.terms, c.q), d.length)), 0)
+        FROM counted AS c WHERE memory.search_tf(d.terms, c.q) > 0)
+       + memory.search_prior(d.updated_at, now()) AS score
+FROM memory.search_documents AS d, total
+WHERE d.workspace_id = %(workspace_id)s
+  AND d.terms @@ (SELECT memory.search_any(array_agg(u.lexeme)) FROM units AS u)
+  AND d.owner_id = ANY (%(owners)s) AND d.context_key = ANY (%(contexts)s)
+  AND d.kind = ANY (%(kinds)s)
+ORDER BY score DESC, d.memory_id
+LIMIT %(top)s
+"""
+
+# The floor: that ranking's best 8 with their excerpts, as the search answers them.
+FLOOR_SEARCH = f"""
+WITH top AS ({EXHAUSTIVE_RANKING})
 SELECT top.memory_id, top.score,
        ts_headline('english', left(m.body, 20000),
                    memory.search_any(tsvector_to_array(to_tsvector('english', %(words)s))),
@@ -189,6 +194,7 @@ def floor_params(caller: Caller, text: str) -> dict[str, Any]:
         "contexts": list(caller.context.ancestors),
         "kinds": SEARCH_KINDS,
         "words": parse_query(text).words,
+        "top": 8,
     }
 
 
