@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from memory_server.addresses import parse_address
-from memory_server.contexts import WORKSPACE, parse_context
+from memory_server.contexts import WORKSPACE, gate_key, parse_context
 from memory_server.errors import ToolError
 from memory_server.limits import CONTENT_MAX_BYTES
 
@@ -287,8 +287,7 @@ def private_in_export(folder: Path) -> list[str] | None:
 
 def _gate(context: str) -> str:
     """The registered context deciding who hears ``context`` (a thread's channel)."""
-    parsed = parse_context(context)
-    return parsed.key if parsed.kind == "dm" else (parsed.channel_key or WORKSPACE)
+    return gate_key(parse_context(context)) or WORKSPACE
 
 
 def import_folder(

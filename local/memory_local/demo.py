@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from memory_server import sql_files
 from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
@@ -96,9 +97,8 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
 
 
 def _first_run(owner: psycopg.Connection[Any], acme: uuid.UUID) -> bool:
-    row = owner.execute("SELECT count(*) FROM memory.memories WHERE workspace_id = %s", (acme,))
-    found = row.fetchone()
-    return found is not None and found[0] == 0
+    row = sql_files.one(owner, "workspace_has_records", {"workspace_id": acme})
+    return row is not None and not row["found"]
 
 
 def _sample_memories(store: Store, principals: dict[str, tuple[uuid.UUID, str]]) -> None:

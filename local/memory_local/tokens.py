@@ -52,13 +52,13 @@ from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+from memory_server.limits import AUTHORIZATION_CODE_TTL_S
 
 if TYPE_CHECKING:
     from .aws import LocalAws
 
 ALGORITHM = "RS256"
 DEFAULT_TTL_S = 3600  # Cognito's default access-token validity
-CODE_TTL_S = 300  # Cognito's authorization codes are valid for five minutes
 _PKCE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # base64url of a SHA-256, unpadded
 _PKCE_VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -380,7 +380,7 @@ class LocalIssuer:
                 resource=resource,
                 redirect_uri=redirect_uri,
                 challenge=challenge,
-                expires_at=now + CODE_TTL_S,
+                expires_at=now + AUTHORIZATION_CODE_TTL_S,
             )
         params = {"code": code}
         if "state" in fields:

@@ -351,24 +351,35 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
 
 
 def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
-    """Unauthenticated metadata requests, admin calls and MCP calls do not share one
-    bucket: each route is throttled on its own."""
+    """Unauthenticated metadata and sign-in requests, admin calls and MCP calls do not
+    share one bucket: each route is throttled on its own, and none is left to the
+    stage's default."""
     api = sam_template["Resources"]["HttpApi"]["Properties"]
     routes = api["RouteSettings"]
-    assert set(routes) == {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"}
+    sign_in = {f"{method.upper()} {path}" for path, method in PUBLIC.items()} - {
+        f"GET {METADATA_PATH}"
+    }
+    assert set(routes) == {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"} | sign_in
     limits = {
         key: (value["ThrottlingRateLimit"]["Ref"], value["ThrottlingBurstLimit"]["Ref"])
         for key, value in routes.items()
     }
-    assert len(set(limits.values())) == 3  # three parameter pairs, one per route
+    # One parameter pair per route; the two sign-in routes (one client's discovery and
+    # registration) share theirs.
+    assert len(set(limits.values())) == 4
+    assert {limits[key] for key in sign_in} == {("SigninRateLimit", "SigninBurstLimit")}
     params = sam_template["Parameters"]
     for rate, burst in limits.values():
         assert params[rate]["Default"] <= params[burst]["Default"]
-    assert params[limits[f"GET {METADATA_PATH}"][0]]["Default"] < params["McpRateLimit"]["Default"]
+    mcp_rate = params["McpRateLimit"]["Default"]
+    for public in (f"GET {METADATA_PATH}", *sign_in):
+        assert params[limits[public][0]]["Default"] < mcp_rate, public
     # The routes the functions declare are exactly the keys throttled.
     declared = {
         f"{event['Properties']['Method']} {event['Properties']['Path']}"
-        for event in sam_template["Resources"]["McpFunction"]["Properties"]["Events"].values()
+        for function in ("McpFunction", "ManagementFunction")
+        for event in sam_template["Resources"][function]["Properties"]["Events"].values()
+        if event["Type"] == "HttpApi"
     }
     assert declared == set(routes)
 

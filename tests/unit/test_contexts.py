@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.contexts import encode_id, parse_context, parse_target_context
+from memory_server.contexts import encode_id, gate_key, parse_context, parse_target_context
 from memory_server.errors import ToolError
 
 ids = st.text(
@@ -168,3 +168,11 @@ def test_target_contexts() -> None:
         parse_target_context("channel:eng/thread:1", channel)  # a child is not an ancestor
     with pytest.raises(ToolError, match="must be empty, 'workspace'"):
         parse_target_context("bogus", channel)
+
+
+def test_the_registered_context_that_gates_a_listening_context() -> None:
+    """One rule, for caller resolution and the import's target check alike."""
+    assert gate_key(parse_context(None)) is None
+    assert gate_key(parse_context("channel:eng")) == "channel:eng"
+    assert gate_key(parse_context("channel:eng/thread:t1")) == "channel:eng"
+    assert gate_key(parse_context("dm:alice-bot")) == "dm:alice-bot"

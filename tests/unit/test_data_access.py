@@ -1,8 +1,9 @@
 """The data-access layer's boundaries, read from the source (no database).
 
 Statements run only from ``sql_files.py``, ``db.py`` (request transactions) and
-``migrate.py`` (migration files and composed role statements); every statement is a
-file under ``sql/`` that some code names, and every name the code passes is a file.
+``migrate.py`` (migration files and composed role statements), in the server and in
+the code around it (Lambda handlers, CLI, dev stack); every statement is a file
+under ``sql/`` that some code names, and every name the code passes is a file.
 """
 
 from __future__ import annotations
@@ -86,6 +87,19 @@ def test_only_the_layer_executes_statements() -> None:
         if module not in LAYER | PENDING and (lines := _executes(tree))
     }
     assert offenders == {}, "run statements through sql_files (one, rows, run, cursor)"
+
+
+def test_nothing_outside_the_server_executes_statements() -> None:
+    """The Lambda handlers, the CLI and the dev stack (demo seed included) go through
+    the layer too. The benchmarks (``bench/``) time statements of their own and are
+    left out."""
+    offenders = {
+        f"{root.relative_to(ROOT).as_posix()}/{module}": lines
+        for root in (ROOT / "functions", ROOT / "cli", ROOT / "local")
+        for module, tree in _modules(root)
+        if (lines := _executes(tree))
+    }
+    assert offenders == {}, "run statements through memory_server.sql_files"
 
 
 def test_pending_modules_still_pending() -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import invalid
+from .limits import PATH_MAX_BYTES, PATH_MAX_SEGMENTS, PATH_SEGMENT_MAX_CHARS
 
 Namespace = Literal["me", "workspace"]
 Kind = Literal["memories", "skills", "notes"]
@@ -21,9 +22,6 @@ Kind = Literal["memories", "skills", "notes"]
 SCHEME = "memory://"
 NAMESPACES: tuple[Namespace, ...] = ("me", "workspace")
 KINDS: tuple[Kind, ...] = ("memories", "skills", "notes")
-MAX_SEGMENTS = 8
-MAX_SEGMENT_CHARS = 64
-MAX_PATH_BYTES = 256
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _REVISION_RE = re.compile(r"^[1-9][0-9]{0,9}$")
 _PUNCTUATION = frozenset("._-")
@@ -86,8 +84,8 @@ def _check_segment(segment: str, *, what: str) -> None:
         raise invalid(f"{what} has an empty segment (no '//', leading or trailing '/')")
     if segment in (".", ".."):
         raise invalid(f"{what} may not contain '.' or '..' segments")
-    if len(segment) > MAX_SEGMENT_CHARS:
-        raise invalid(f"{what} segment is longer than {MAX_SEGMENT_CHARS} characters")
+    if len(segment) > PATH_SEGMENT_MAX_CHARS:
+        raise invalid(f"{what} segment is longer than {PATH_SEGMENT_MAX_CHARS} characters")
     for char in segment:
         if char in _PUNCTUATION:
             continue
@@ -117,11 +115,11 @@ def parse_path(path: str, *, what: str = "path") -> str:
         raise invalid(f"{what} may not start or end with '/' (an empty segment)")
     if unicodedata.normalize("NFC", path) != path:
         raise invalid(f"{what} must be in Unicode NFC form")
-    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
-        raise invalid(f"{what} is longer than {MAX_PATH_BYTES} UTF-8 bytes")
+    if len(path.encode("utf-8")) > PATH_MAX_BYTES:
+        raise invalid(f"{what} is longer than {PATH_MAX_BYTES} UTF-8 bytes")
     segments = path.split("/")
-    if len(segments) > MAX_SEGMENTS:
-        raise invalid(f"{what} has more than {MAX_SEGMENTS} segments")
+    if len(segments) > PATH_MAX_SEGMENTS:
+        raise invalid(f"{what} has more than {PATH_MAX_SEGMENTS} segments")
     for segment in segments:
         _check_segment(segment, what=what)
     name = segments[-1]
@@ -199,8 +197,8 @@ def parse_prefix(prefix: object) -> Prefix:
     if kind not in KINDS:
         raise invalid("prefix kind must be one of: memories, skills, notes")
     folder_segments = parts[2:]
-    if len(folder_segments) >= MAX_SEGMENTS:
-        raise invalid(f"prefix has more than {MAX_SEGMENTS - 1} folder segments")
+    if len(folder_segments) >= PATH_MAX_SEGMENTS:
+        raise invalid(f"prefix has more than {PATH_MAX_SEGMENTS - 1} folder segments")
     for segment in folder_segments:
         _check_segment(segment, what="prefix")
     folder = "/".join(folder_segments)

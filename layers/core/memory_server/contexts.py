@@ -47,6 +47,14 @@ class ListeningContext:
         return f"channel:{encode_id(self.channel)}" if self.channel is not None else None
 
 
+def gate_key(context: ListeningContext) -> str | None:
+    """The registered context that decides whether this listening context is usable:
+    a DM itself, a channel or a thread's channel; ``None`` for the workspace."""
+    if context.kind == "dm":
+        return context.key
+    return context.channel_key  # a thread follows its channel; None for the workspace
+
+
 def encode_id(raw: str) -> str:
     """Percent-encode an id the canonical way (uppercase hex, unreserved kept)."""
     return quote(raw, safe="-._~")

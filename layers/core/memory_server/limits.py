@@ -47,6 +47,9 @@ TITLE_MAX_BYTES = 200
 
 # -- Arguments and content -----------------------------------------------------------
 URI_MAX_CHARS = 1024
+PATH_MAX_SEGMENTS = 8  # of a memory:// path (addresses.py)
+PATH_SEGMENT_MAX_CHARS = 64
+PATH_MAX_BYTES = 256  # a whole path, UTF-8, after NFC
 SOURCE_MAX_CHARS = 256
 CONTEXT_ARG_MAX_CHARS = 512
 CURSOR_MAX_CHARS = 2048
@@ -75,6 +78,11 @@ COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
 # search that can prove nothing unfetched could enter its top results stops earlier.
 SEARCH_FETCH_BUDGET = 800
 SEARCH_SCORE_BUDGET = 4000
+
+# -- Admin API (docs/admin.md) ------------------------------------------------------
+ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context
+ADMIN_AUDIT_DEFAULT_ITEMS = 50  # GET /audit, one page
+ADMIN_AUDIT_MAX_ITEMS = 200
 
 # -- Cursors and cache hints ---------------------------------------------------------
 CURSOR_TTL_S = 900

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .caller import Caller, Deadline
-from .contexts import ListeningContext
+from .contexts import ListeningContext, gate_key
 from .db import Database
 from .errors import ContextUnavailable
 from .grants import effective_grants
@@ -26,13 +26,6 @@ class Membership:
 
     caller: Caller
     memory_enabled: bool
-
-
-def gate_key(context: ListeningContext) -> str | None:
-    """The registered context that decides whether this listening context is usable."""
-    if context.kind == "dm":
-        return context.key
-    return context.channel_key  # a thread follows its channel; None for the workspace
 
 
 def resolve_caller(

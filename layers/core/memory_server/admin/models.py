@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..contexts import ListeningContext, parse_context
 from ..errors import AdminError, ToolError
 from ..grants import Grant
+from ..limits import ADMIN_AUDIT_DEFAULT_ITEMS, ADMIN_AUDIT_MAX_ITEMS, ADMIN_CONTEXT_MEMBERS_MAX
 from .errors import invalid_field
 
 Scope = Literal[
@@ -102,7 +103,9 @@ class AgentKeyIn(_In):
 
 
 class ContextIn(_In):
-    members: list[Subject] = Field(max_length=256, description="Subjects of workspace members")
+    members: list[Subject] = Field(
+        max_length=ADMIN_CONTEXT_MEMBERS_MAX, description="Subjects of workspace members"
+    )
 
     @field_validator("members")
     @classmethod
@@ -117,7 +120,7 @@ _MAX_EVENT_ID = 2**63 - 1
 class AuditQuery(BaseModel):
     # Query parameters arrive as strings: lax parsing, the same bounds.
     model_config = ConfigDict(extra="forbid", frozen=True)
-    limit: int = Field(50, ge=1, le=200)
+    limit: int = Field(ADMIN_AUDIT_DEFAULT_ITEMS, ge=1, le=ADMIN_AUDIT_MAX_ITEMS)
     cursor: str | None = Field(None, pattern=r"^[1-9][0-9]{0,18}$")
 
     @field_validator("cursor")

@@ -11,10 +11,10 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
-from ..addresses import KINDS, MAX_PATH_BYTES, Kind, Namespace
+from ..addresses import KINDS, Kind, Namespace
 from ..caller import Caller, Deadline
 from ..errors import ToolError
-from ..limits import COMPLETION_MAX_VALUES, COMPLETION_PREFIX_MAX_BYTES
+from ..limits import COMPLETION_MAX_VALUES, COMPLETION_PREFIX_MAX_BYTES, PATH_MAX_BYTES
 from ..records import view
 from ..store import Store
 from .skills import PERSONAL, SKILL_FILE, prompt_name
@@ -36,7 +36,7 @@ Range = tuple[uuid.UUID, str, str]
 def could_be_path(prefix: str, *, folders: bool = True) -> bool:
     """Whether some valid path starts with ``prefix`` (a cheap superset check)."""
     if len(prefix.encode("utf-8", "surrogatepass")) > min(
-        COMPLETION_PREFIX_MAX_BYTES, MAX_PATH_BYTES
+        COMPLETION_PREFIX_MAX_BYTES, PATH_MAX_BYTES
     ):
         return False
     if unicodedata.normalize("NFC", prefix) != prefix or prefix.startswith("/"):

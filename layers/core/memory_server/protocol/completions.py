@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as t
-from pydantic import ValidationError
 
 from .. import budget
 from ..addresses import KINDS, Kind, Namespace
@@ -39,12 +38,9 @@ NOTHING = Completion([], False)
 
 
 def complete(store: Store, request: Request, context: CallContext) -> dict[str, Any]:
-    try:
-        params = t.CompleteRequestParams.model_validate(request.params)
-    except ValidationError:
-        raise RpcError(
-            t.INVALID_PARAMS, "completion/complete needs a ref and an argument name and value"
-        ) from None
+    params = request.parse(
+        t.CompleteRequestParams, "completion/complete needs a ref and an argument name and value"
+    )
     ref, argument = params.ref, params.argument
     resolved = (params.context.arguments if params.context else None) or {}
     try:

@@ -21,11 +21,11 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as t
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import RpcError, rpc_error_body
 from ..limits import CATALOG_TTL_MS
@@ -46,6 +46,7 @@ HTTP_STATUS = {
 }
 _B64_SENTINEL = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
 JSON_HEADERS = {"content-type": "application/json"}
+Params = TypeVar("Params", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,13 @@ class Request:
     version: str
     modern: bool
     headers: Mapping[str, str]
+
+    def parse(self, model: type[Params], message: str) -> Params:
+        """The params as ``model``, or -32602 with ``message`` (what the method needs)."""
+        try:
+            return model.model_validate(self.params)
+        except ValidationError:
+            raise RpcError(t.INVALID_PARAMS, message) from None
 
     def encode_result(self, result: dict[str, Any]) -> bytes:
         """The exact bytes of a successful response carrying ``result``."""
@@ -238,10 +246,7 @@ class Dispatcher:
         }
 
     def _initialize(self, request: Request) -> dict[str, Any]:
-        try:
-            params = t.InitializeRequestParams.model_validate(request.params)
-        except ValidationError:
-            raise RpcError(t.INVALID_PARAMS, "Invalid initialize parameters") from None
+        params = request.parse(t.InitializeRequestParams, "Invalid initialize parameters")
         requested = params.protocol_version
         version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
         return {

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as t
-from pydantic import ValidationError
 
 from .. import budget
 from ..errors import RpcError, ToolError
@@ -36,10 +35,7 @@ def rpc_error(error: ToolError, not_found: RpcError) -> RpcError:
 
 
 def list_prompts(store: Store, request: Request, context: CallContext) -> dict[str, Any]:
-    try:
-        params = t.PaginatedRequestParams.model_validate(request.params)
-    except ValidationError:
-        raise RpcError(t.INVALID_PARAMS, "prompts/list takes an optional string cursor") from None
+    params = request.parse(t.PaginatedRequestParams, "prompts/list takes an optional string cursor")
     try:
         page = skill_page(
             store, context.caller, params.cursor, PROMPTS_PAGE_ITEMS, context.deadline
@@ -60,12 +56,9 @@ def list_prompts(store: Store, request: Request, context: CallContext) -> dict[s
 
 
 def get_prompt(store: Store, request: Request, context: CallContext) -> dict[str, Any]:
-    try:
-        params = t.GetPromptRequestParams.model_validate(request.params)
-    except ValidationError:
-        raise RpcError(
-            t.INVALID_PARAMS, "prompts/get needs a prompt name and string arguments"
-        ) from None
+    params = request.parse(
+        t.GetPromptRequestParams, "prompts/get needs a prompt name and string arguments"
+    )
     missing = RpcError(t.INVALID_PARAMS, "Prompt not found", {"name": params.name})
     try:
         skill = skill_prompt(store, context.caller, params.name, context.deadline)

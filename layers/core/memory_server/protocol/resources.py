@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as t
-from pydantic import ValidationError
 
 from ..addresses import RevisionAddress, parse_address
 from ..errors import RpcError, ToolError
@@ -48,10 +47,7 @@ def list_resources(request: Request, context: CallContext) -> dict[str, Any]:
 
 
 def read_resource(store: Store, request: Request, context: CallContext) -> dict[str, Any]:
-    try:
-        params = t.ReadResourceRequestParams.model_validate(request.params)
-    except ValidationError:
-        raise RpcError(t.INVALID_PARAMS, "resources/read needs a uri") from None
+    params = request.parse(t.ReadResourceRequestParams, "resources/read needs a uri")
     uri = params.uri
     try:
         address = parse_address(uri)

@@ -18,7 +18,6 @@ from functools import cache, partial
 from typing import Any
 
 import mcp_types as t
-from pydantic import ValidationError
 
 from .. import budget, models, operations
 from ..caller import Caller, Deadline
@@ -355,12 +354,9 @@ class ToolTable:
         return cacheable(request, {"tools": tools}, ttl_ms=TOOLS_TTL_MS, scope="private")
 
     def call_tool(self, request: Request, context: CallContext) -> dict[str, Any]:
-        try:
-            params = t.CallToolRequestParams.model_validate(request.params)
-        except ValidationError:
-            raise RpcError(
-                t.INVALID_PARAMS, "tools/call needs a tool name and object arguments"
-            ) from None
+        params = request.parse(
+            t.CallToolRequestParams, "tools/call needs a tool name and object arguments"
+        )
         tool = self.rows.get(params.name)
         if tool is None:
             raise RpcError(t.INVALID_PARAMS, f"Unknown tool: {params.name}")
