@@ -115,7 +115,7 @@ class Liveness:
         self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
 
     def returned(self, conn: Connection) -> None:
-        """Pool ``reset`` hook: the connection came back in a clean state."""
+        """The connection goes back to the pool in a clean state."""
         self._returned[conn] = time.monotonic()
 
     def alive(self, conn: Connection) -> bool:
@@ -165,7 +165,9 @@ class Database:
             timeout=DB_POOL_TIMEOUT_S,
             # Connections are checked on checkout by _checked_out (not the pool's
             # ``check``, which sleeps a backoff of a second or more after each dead one).
-            reset=self.liveness.returned,
+            # No ``reset`` hook: with one, the pool hands every returned connection to
+            # its worker thread, a thread switch per statement group on the request
+            # path; _checked_out notes the return itself.
         )
 
     def close(self) -> None:
@@ -205,7 +207,12 @@ class Database:
             remaining = None if give_up is None else max(0.0, give_up - time.monotonic())
             with self.pool.connection(timeout=remaining) as conn:
                 if self.liveness.alive(conn):
-                    yield conn
+                    try:
+                        yield conn
+                    finally:
+                        idle = conn.info.transaction_status == TransactionStatus.IDLE
+                        if idle and not conn.closed:
+                            self.liveness.returned(conn)
                     return
                 conn.close()
         raise psycopg.OperationalError("no live database connection")
