@@ -87,15 +87,14 @@ def publish_requests(db: Database, callers: Sequence[Caller], sink: EventSink) -
     first = callers[0]
     with db.transaction(first, Deadline.after(AUDIT_PUBLISH_DEADLINE_S)) as conn:
         sql_files.run(conn, "publish_commit_async")
-        claims = [
-            sql_files.cursor(
-                conn,
-                "request_audit_rows",
-                {"workspace_id": caller.workspace_id, "request_id": caller.request_id},
-            )
-            for caller in callers
-        ]
-        rows = [row for claim in claims for row in claim.fetchall()]
+        rows = sql_files.cursor(
+            conn,
+            "request_audit_rows",
+            {
+                "workspace_id": first.workspace_id,
+                "request_ids": [caller.request_id for caller in callers],
+            },
+        ).fetchall()
         if not rows:
             return 0
         sent = sink.put([event_entry(first.workspace, row) for row in rows])

@@ -31,8 +31,8 @@ EVENTS_MAX_ATTEMPTS = 2  # PutEvents tries, the first included
 # bounds above); rows older than this are published by its next run.
 AUDIT_SWEEP_MIN_AGE_S = 10
 AFTER_RESPONSE_QUEUE = 1000  # invocations waiting for the local worker; beyond: the sweeper
-AFTER_RESPONSE_BATCH = 10  # waiting invocations the local worker runs together (PutEvents: 10)
-AFTER_RESPONSE_LINGER_S = 0.05  # how long the local worker lets a batch gather
+AFTER_RESPONSE_BATCH = 50  # waiting invocations the local worker runs together (one transaction)
+AFTER_RESPONSE_LINGER_S = 0.2  # how long the local worker lets a batch gather
 EXTENSION_DEADLINE_RESERVE_S = 0.5  # the extension stops waiting this before the deadline
 
 # -- Response budgets (bytes are counted on the serialized JSON-RPC response) ---------
