@@ -1,16 +1,15 @@
 """Authorizer benchmark: token verification warm and cold, and the result cache's effect.
 
 Run as ``python -m bench.authorizer_bench`` (see docs/cost.md). Needs nothing but the
-development environment: moto on loopback stands in for the sign-in table, the local
-issuer for the user pool.
+development environment: the local issuer stands in for the user pool. The authorizer
+makes no AWS call, so no AWS stand-in runs.
 
 - **warm**: ``TokenAuthorizer.handle`` (the deployed code: bearer parsing, RS256
   signature against the cached key set, claims, route scope, context) on a valid token,
   many times in one process; and the same for refusals (a bad signature);
 - **cold start**: a fresh interpreter imports ``functions/authorizer/app.py`` (building
-  the authorizer, with a boto3 DynamoDB client as in AWS, and fetching the key set over
-  HTTP) and decides its first request (which also records the client's use in the
-  sign-in table); several runs, medians;
+  the authorizer and fetching the key set over HTTP) and decides its first request;
+  several runs, medians;
 - **cache**: the same requests through the API Gateway emulator (over loopback HTTP,
   an echo handler behind it) with the template's result cache and without: latency per
   request, and how many times the authorizer ran.
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from memory_local.aws import LocalAws
+from memory_local.aws import cognito_issuer
 from memory_local.gateway import ApiGateway
 from memory_local.tokens import LocalIssuer
 from memory_server.errors import TokenRefused
@@ -40,6 +39,7 @@ from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH_POOL = "us-east-1_Bench0001"  # the tokens' issuer: a pool id of Cognito's shape
 COLD_START_SCRIPT = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -98,13 +98,11 @@ def warm(issuer: LocalIssuer, iterations: int) -> dict[str, Any]:
     return {"allowed_ms": percentiles(allowed), "refused_ms": percentiles(refused)}
 
 
-def cold(aws: LocalAws, issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
+def cold(issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
     env = {
         **os.environ,
-        **aws.env(),
         "AUTH_ISSUER": issuer.issuer,
         "JWKS_URL": jwks_url,
-        "SIGNIN_TABLE": aws.provisioned.signin_table,
         "PYTHONPATH": os.pathsep.join(
             [str(ROOT / "layers" / "core"), os.environ.get("PYTHONPATH", "")]
         ),
@@ -180,16 +178,15 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=7)
     parser.add_argument("--requests", type=int, default=1000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, LocalAws() as aws:
-        aws.provision()
-        issuer = LocalIssuer(Path(tmp) / "key.pem", aws.provisioned.issuer)
+    with tempfile.TemporaryDirectory() as tmp:
+        issuer = LocalIssuer(Path(tmp) / "key.pem", cognito_issuer("us-east-1", BENCH_POOL))
         results: dict[str, Any] = {
             "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
         }
         results["warm"] = warm(issuer, args.iterations)
         with ApiGateway(lambda e, c: {"statusCode": 204}, issuer=issuer, quiet=True) as keys:
             results["cold_start"] = cold(
-                aws, issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
+                issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
             )
         results["cache"] = cache(issuer, args.requests)
     print(json.dumps(results, indent=2))
