@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,29 +37,14 @@ from memory_server.limits import AUTHORIZER_CACHE_TTL_S
 from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
+from .timing import cold_starts, percentiles
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_POOL = "us-east-1_Bench0001"  # the tokens' issuer: a pool id of Cognito's shape
-COLD_START_SCRIPT = """
-import json, sys, time
-t0 = time.perf_counter()
-import importlib.util
-spec = importlib.util.spec_from_file_location("authorizer_app", sys.argv[1])
-app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
-t1 = time.perf_counter()
-decision = app.handler(json.loads(sys.argv[2]), None)
-t2 = time.perf_counter()
-assert decision["isAuthorized"] is True, decision
-print(json.dumps({"init_ms": (t1 - t0) * 1000, "first_request_ms": (t2 - t1) * 1000}))
+# The cold start's first request (bench.timing.cold_starts).
+COLD_START_REQUEST = """
+response = app.handler(json.loads(sys.argv[2]), None)
 """
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(p: float) -> float:
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99)}
 
 
 def authorizer_event(token: str) -> dict[str, Any]:
@@ -110,31 +94,18 @@ def cold(issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
     token = issuer.issue_access_token(
         sub="bench-person", client_id="bench-client", scopes=["memory/read"], username="b"
     )
-    measured = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                COLD_START_SCRIPT,
-                str(ROOT / "functions" / "authorizer" / "app.py"),
-                json.dumps(authorizer_event(token)),
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        total = (time.perf_counter() - started) * 1000
-        measured.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process_ms": total})
+    result = cold_starts(
+        ROOT / "functions" / "authorizer" / "app.py",
+        authorizer_event(token),
+        env,
+        runs,
+        module="authorizer_app",
+        request=COLD_START_REQUEST,
+        accepted='response["isAuthorized"] is True',
+    )
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     interpreter = (time.perf_counter() - started) * 1000
-    result = {
-        key: statistics.median(run[key] for run in measured)
-        for key in ("init_ms", "first_request_ms", "process_ms")
-    }
     return {**result, "bare_interpreter_ms": interpreter, "runs": runs}
 
 
