@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from memory_server.limits import AUTHORIZER_CACHE_TTL_S
 from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
-from .timing import cold_starts, percentiles
+from .timing import cold_starts, percentiles, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_POOL = "us-east-1_Bench0001"  # the tokens' issuer: a pool id of Cognito's shape
@@ -160,10 +159,7 @@ def main() -> None:
                 issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
             )
         results["cache"] = cache(issuer, args.requests)
-    print(json.dumps(results, indent=2))
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "authorizer.json").write_text(json.dumps(results, indent=2) + "\n")
+    save_results("authorizer", results)
 
 
 if __name__ == "__main__":

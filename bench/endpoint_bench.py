@@ -38,7 +38,7 @@ from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
 from memory_server.store import Store, resolve_caller
 
-from .timing import cold_starts, durations_ms, percentiles
+from .timing import cold_starts, durations_ms, percentiles, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SKILLS = 30  # skills served as prompts (prompts/list pages them within the budget)
@@ -226,10 +226,7 @@ def main() -> None:
             accepted='response["statusCode"] == 200',
         )
 
-    print(json.dumps(results, indent=2))
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "endpoint.json").write_text(json.dumps(results, indent=2) + "\n")
+    save_results("endpoint", results)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Timing the benchmarks share: calls in a loop, percentiles, and a Lambda handler's
-cold start in a fresh interpreter."""
+"""Timing the benchmarks share: calls in a loop, percentiles, a Lambda handler's cold
+start in a fresh interpreter; and where the results go."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 # Runs in a fresh interpreter: argv[1] is the handler's app.py, argv[2] the first
 # event (JSON). The first request's code (between the two) sets ``response``.
@@ -83,3 +85,10 @@ def cold_starts(
         key: statistics.median(run[key] for run in measured)
         for key in ("init_ms", "first_request_ms", "process_ms")
     }
+
+
+def save_results(name: str, results: Mapping[str, Any]) -> None:
+    """Prints ``results`` and writes them to ``bench/results/{name}.json``."""
+    print(json.dumps(results, indent=2))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
