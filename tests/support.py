@@ -18,6 +18,7 @@ from memory_server.admin import operators
 from memory_server.audit import EventBridgeSink, sweep
 from memory_server.caller import Caller, Deadline
 from memory_server.contexts import parse_context
+from memory_server.db import request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.protocol.tools import ToolTable
 from memory_server.store import Store, resolve_caller
@@ -219,3 +220,33 @@ def table_locked(owner_url: str, table: str) -> Iterator[None]:
     finally:
         release.set()
         holder.join()
+
+
+def set_caller_settings(conn: psycopg.Connection, caller: Caller) -> None:
+    """The caller's ``app.*`` settings for row-level security, set in raw SQL for the
+    transaction (as ``sql/request_settings.sql`` does, less the statement timeout)."""
+    conn.execute(
+        "SELECT set_config('app.workspace_id', %(workspace_id)s, true),"
+        " set_config('app.principal_id', %(principal_id)s, true),"
+        " set_config('app.grants', %(grants)s, true),"
+        " set_config('app.contexts', %(contexts)s, true),"
+        " set_config('app.personal', %(personal)s, true)",
+        request_settings(caller, Deadline().remaining_ms()),
+    )
+
+
+def insert_unguarded_membership(owner: psycopg.Connection, workspace: Any, principal: Any) -> None:
+    """A membership row no code path makes any more, made behind every check's back:
+    the trigger that refuses it (migration 0012) is lifted for this one insert."""
+    toggle = (
+        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_trigger WHERE tgname = 'memberships_principal') "
+        "THEN ALTER TABLE memory.memberships {} TRIGGER memberships_principal; END IF; END $$"
+    )
+    with owner.transaction():
+        owner.execute(toggle.format("DISABLE"))
+        owner.execute(
+            "INSERT INTO memory.memberships (workspace_id, principal_id, grants, "
+            "personal_namespace) VALUES (%s, %s, '{read}', false)",
+            (workspace, principal),
+        )
+        owner.execute(toggle.format("ENABLE"))

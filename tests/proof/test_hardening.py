@@ -24,6 +24,7 @@ from memory_local.dev import DevStack
 from memory_server.admin import operators
 
 from tests.proof.support import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
+from tests.support import insert_unguarded_membership
 
 ALL_SCOPES = [
     "memory/read",
@@ -131,23 +132,6 @@ def tenant(stack: DevStack, inspector: Inspector, run_id: str) -> Iterator[Tenan
         ["read", "write:personal", "write:shared", "delete"],
     )
     yield Tenant(stack, owner, slug, workspace_id, alice, bob)
-
-
-def _insert_unguarded_membership(owner: psycopg.Connection, workspace: Any, principal: Any) -> None:
-    """A membership row no code path makes any more, made behind every check's back:
-    the trigger that refuses it (migration 0012) is lifted for this one insert."""
-    toggle = (
-        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_trigger WHERE tgname = 'memberships_principal') "
-        "THEN ALTER TABLE memory.memberships {} TRIGGER memberships_principal; END IF; END $$"
-    )
-    with owner.transaction():
-        owner.execute(toggle.format("DISABLE"))
-        owner.execute(
-            "INSERT INTO memory.memberships (workspace_id, principal_id, grants, "
-            "personal_namespace) VALUES (%s, %s, '{read}', false)",
-            (workspace, principal),
-        )
-        owner.execute(toggle.format("ENABLE"))
 
 
 def _rows(owner: psycopg.Connection, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -452,7 +436,7 @@ def test_revoked_or_foreign_agent_keys_reach_nothing_whatever_the_membership_row
     # Another workspace holds a membership row for the key.
     other = f"hard2-{run_id}-{tag}"
     other_id = operators.ensure_workspace(t.owner, other, memory_enabled=True)
-    _insert_unguarded_membership(t.owner, other_id, principal)
+    insert_unguarded_membership(t.owner, other_id, principal)
     assert t.mcp(bot, "memory_list", slug=other).status_code == 404
     # Revoked with its membership row left in place (as a failed revocation would).
     t.owner.execute("UPDATE memory.principals SET revoked_at = now() WHERE id = %s", (principal,))
