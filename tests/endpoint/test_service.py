@@ -7,7 +7,7 @@ from typing import Any
 
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, metadata_event
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 MODERN = "2026-07-28"
@@ -183,15 +183,7 @@ def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
         )
     )
     assert (disabled["statusCode"], disabled["body"]) == (404, "")
-    metadata = service.handle(
-        event(
-            ws.slug,
-            sub=None,
-            scopes=[],
-            method="GET",
-            path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
-        )
-    )
+    metadata = service.handle(metadata_event(ws.slug))
     doc = json.loads(metadata["body"])
     assert (
         doc["resource"] == f"https://api.example.com/w/{ws.slug}/mcp"
@@ -358,12 +350,5 @@ def test_foreign_origins_are_refused_on_every_authenticated_route(service, world
     admin["headers"]["origin"] = "https://api.example.com"
     assert service.handle(admin)["statusCode"] == 200
     # The RFC 9728 metadata is public and tenant-free: served to any origin.
-    metadata = event(
-        ws.slug,
-        sub=None,
-        scopes=[],
-        method="GET",
-        path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
-        headers={"origin": "http://evil.example.com"},
-    )
+    metadata = metadata_event(ws.slug, headers={"origin": "http://evil.example.com"})
     assert service.handle(metadata)["statusCode"] == 200
