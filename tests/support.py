@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -250,3 +251,30 @@ def insert_unguarded_membership(owner: psycopg.Connection, workspace: Any, princ
             (workspace, principal),
         )
         owner.execute(toggle.format("ENABLE"))
+
+
+def audit_tap(events: Any, sqs: Any, bus: str) -> Callable[[], list[dict[str, Any]]]:
+    """Creates the EventBridge bus ``bus`` and a rule that copies the memory server's
+    events on it into a new SQS queue; returns ``drain``, which receives and deletes
+    every event the queue holds, in order."""
+    events.create_event_bus(Name=bus)
+    queue = sqs.create_queue(QueueName=f"{bus}-tap")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    events.put_rule(
+        Name="all", EventBusName=bus, EventPattern=json.dumps({"source": ["memory-server"]})
+    )
+    events.put_targets(Rule="all", EventBusName=bus, Targets=[{"Id": "q", "Arn": arn}])
+
+    def drain() -> list[dict[str, Any]]:
+        out = []
+        while got := sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            for message in got:
+                out.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        return out
+
+    return drain
