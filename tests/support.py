@@ -25,6 +25,28 @@ from memory_server.protocol.tools import ToolTable
 from memory_server.store import Store, resolve_caller
 
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
+# The tools a caller with every grant is offered (tools/list).
+ALL_TOOLS = {
+    "memory_list",
+    "memory_read",
+    "memory_search",
+    "memory_write",
+    "memory_delete",
+    "memory_remember",
+    "memory_move",
+}
+
+
+def resolve_with_all_scopes(db: Any, workspace: str, subject: str, **options: Any) -> Any:
+    """``resolve_caller`` for a token with every scope, in the workspace context."""
+    return resolve_caller(
+        db,
+        workspace=workspace,
+        subject=subject,
+        scopes=ALL_SCOPES,
+        context=parse_context(None),
+        **options,
+    )
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import call, connect, run
+from tests.support import ALL_TOOLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 
@@ -21,15 +22,7 @@ def test_every_tool_and_resource_in_both_generations(stack, expected_version: st
         async with connect(stack, "alice", mode=MODES[expected_version]) as client:
             assert client.protocol_version == expected_version
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {
-                "memory_list",
-                "memory_read",
-                "memory_search",
-                "memory_write",
-                "memory_delete",
-                "memory_remember",
-                "memory_move",
-            }
+            assert tools == ALL_TOOLS
             base = f"memory://workspace/notes/e2e-{uuid.uuid4().hex[:8]}"
             made = await call(
                 client,

@@ -8,6 +8,7 @@ from typing import Any
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 
 from tests.endpoint.conftest import event, metadata_event
+from tests.support import ALL_TOOLS
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 MODERN = "2026-07-28"
@@ -97,15 +98,7 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
     ws = world.workspace()
     alice, bot = ws.person("alice"), ws.service("ci-bot", ("read",))
     _, full = modern_call(service, ws, alice, "tools/list", {})
-    assert {t["name"] for t in full["result"]["tools"]} == {
-        "memory_list",
-        "memory_read",
-        "memory_search",
-        "memory_write",
-        "memory_delete",
-        "memory_remember",
-        "memory_move",
-    }
+    assert {t["name"] for t in full["result"]["tools"]} == ALL_TOOLS
     assert full["result"]["cacheScope"] == "private"
     for tool in full["result"]["tools"]:
         assert tool["inputSchema"]["additionalProperties"] is False

@@ -25,6 +25,7 @@ from memory_server.store import resolve_caller
 from tests.support import (
     ALL_SCOPES,
     insert_unguarded_membership,
+    resolve_with_all_scopes,
     set_caller_settings,
     table_locked,
 )
@@ -203,14 +204,7 @@ def test_resolution_has_a_statement_timeout(world, store, cluster) -> None:  # t
     with table_locked(cluster.owner_url, "memory.memberships"):
         started = time.monotonic()
         with pytest.raises(ToolError) as failed:
-            resolve_caller(
-                store.db,
-                workspace=ws.slug,
-                subject=alice.subject,
-                scopes=ALL_SCOPES,
-                context=parse_context(None),
-                deadline=Deadline.after(1.0),
-            )
+            resolve_with_all_scopes(store.db, ws.slug, alice.subject, deadline=Deadline.after(1.0))
         elapsed = time.monotonic() - started
     assert failed.value.code == "timeout" and elapsed < 2.5, elapsed
 
