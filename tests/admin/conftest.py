@@ -104,6 +104,28 @@ def call(
     return Response(result["statusCode"], result["headers"], json.loads(text) if text else None)
 
 
+def create_agent_key(
+    service: McpService,
+    workspace: str,
+    who: Any,
+    name: str,
+    key_scopes: Sequence[str],
+    *,
+    scopes: Sequence[str] = ALL_SCOPES,
+) -> Response:
+    """``POST /agent-keys``: ``who`` (a token with ``scopes``) asks for an agent key
+    ``name`` with ``key_scopes``."""
+    return call(
+        service,
+        workspace,
+        "POST",
+        "/agent-keys",
+        who,
+        scopes=scopes,
+        body={"name": name, "scopes": list(key_scopes)},
+    )
+
+
 @pytest.fixture(scope="session")
 def directory() -> FakeDirectory:
     return FakeDirectory()

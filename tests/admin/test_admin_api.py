@@ -17,6 +17,7 @@ from tests.admin.conftest import (
     NO_ADMIN_SCOPES,
     assert_schema,
     call,
+    create_agent_key,
     response_schema,
 )
 from tests.support import Principal, Workspace
@@ -62,14 +63,7 @@ def _known_identity(t: Tenants, service: Any) -> None:
 
 
 def _make_key(t: Tenants, service: Any) -> None:
-    made = call(
-        service,
-        t.ws.slug,
-        "POST",
-        "/agent-keys",
-        t.alice,
-        body={"name": "to-revoke", "scopes": ["memory/read"]},
-    )
+    made = create_agent_key(service, t.ws.slug, t.alice, "to-revoke", ["memory/read"])
     assert made.status == 201, made.body
     t.ws.__dict__["key"] = made.body["client_id"]
 
