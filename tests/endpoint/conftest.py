@@ -72,13 +72,18 @@ def event(
     )
 
 
+def tool_params(tool: str, **arguments: Any) -> dict[str, Any]:
+    """The params of a ``tools/call``."""
+    return {"name": tool, "arguments": arguments}
+
+
 def tool_call(tool: str, **arguments: Any) -> dict[str, Any]:
     """A JSON-RPC ``tools/call`` request body."""
     return {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
+        "params": tool_params(tool, **arguments),
     }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 
-from tests.endpoint.conftest import event, metadata_event
+from tests.endpoint.conftest import event, metadata_event, tool_params
 from tests.support import ALL_TOOLS
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -51,14 +51,9 @@ def test_both_generations_write_and_read(service, world) -> None:  # type: ignor
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {
-                "uri": "memory://me/notes/x.md",
-                "content": "héllo",
-                "expected_revision": 0,
-            },
-        },
+        tool_params(
+            "memory_write", uri="memory://me/notes/x.md", content="héllo", expected_revision=0
+        ),
     )
     assert status == 200, written
     result = written["result"]
@@ -125,10 +120,7 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {"uri": "memory://me/notes/y.md", "content": "x", "expected_revision": 0},
-        },
+        tool_params("memory_write", uri="memory://me/notes/y.md", content="x", expected_revision=0),
         scopes=["memory/read"],
     )
     assert status == 200 and denied["result"]["isError"] is True
@@ -223,14 +215,12 @@ def test_resources(service, world) -> None:  # type: ignore[no-untyped-def]
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {
-                "uri": "memory://me/notes/r.md",
-                "content": "resource body",
-                "expected_revision": 0,
-            },
-        },
+        tool_params(
+            "memory_write",
+            uri="memory://me/notes/r.md",
+            content="resource body",
+            expected_revision=0,
+        ),
     )
     rid = made["result"]["structuredContent"]["id"]
     _, templates = modern_call(service, ws, alice, "resources/templates/list", {})
