@@ -1,16 +1,15 @@
 """Authorizer benchmark: token verification warm and cold, and the result cache's effect.
 
 Run as ``python -m bench.authorizer_bench`` (see docs/cost.md). Needs nothing but the
-development environment: moto on loopback stands in for the sign-in table, the local
-issuer for the user pool.
+development environment: the local issuer stands in for the user pool. The authorizer
+makes no AWS call, so no AWS stand-in runs.
 
 - **warm**: ``TokenAuthorizer.handle`` (the deployed code: bearer parsing, RS256
   signature against the cached key set, claims, route scope, context) on a valid token,
   many times in one process; and the same for refusals (a bad signature);
 - **cold start**: a fresh interpreter imports ``functions/authorizer/app.py`` (building
-  the authorizer, with a boto3 DynamoDB client as in AWS, and fetching the key set over
-  HTTP) and decides its first request (which also records the client's use in the
-  sign-in table); several runs, medians;
+  the authorizer and fetching the key set over HTTP) and decides its first request;
+  several runs, medians;
 - **cache**: the same requests through the API Gateway emulator (over loopback HTTP,
   an echo handler behind it) with the template's result cache and without: latency per
   request, and how many times the authorizer ran.
@@ -20,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from memory_local.aws import LocalAws
+from memory_local.aws import cognito_issuer
 from memory_local.gateway import ApiGateway
 from memory_local.tokens import LocalIssuer
 from memory_server.errors import TokenRefused
@@ -39,28 +36,14 @@ from memory_server.limits import AUTHORIZER_CACHE_TTL_S
 from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
+from .timing import cold_starts, percentiles, save_results
+
 ROOT = Path(__file__).resolve().parents[1]
-COLD_START_SCRIPT = """
-import json, sys, time
-t0 = time.perf_counter()
-import importlib.util
-spec = importlib.util.spec_from_file_location("authorizer_app", sys.argv[1])
-app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
-t1 = time.perf_counter()
-decision = app.handler(json.loads(sys.argv[2]), None)
-t2 = time.perf_counter()
-assert decision["isAuthorized"] is True, decision
-print(json.dumps({"init_ms": (t1 - t0) * 1000, "first_request_ms": (t2 - t1) * 1000}))
+BENCH_POOL = "us-east-1_Bench0001"  # the tokens' issuer: a pool id of Cognito's shape
+# The cold start's first request (bench.timing.cold_starts).
+COLD_START_REQUEST = """
+response = app.handler(json.loads(sys.argv[2]), None)
 """
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(p: float) -> float:
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99)}
 
 
 def authorizer_event(token: str) -> dict[str, Any]:
@@ -98,13 +81,11 @@ def warm(issuer: LocalIssuer, iterations: int) -> dict[str, Any]:
     return {"allowed_ms": percentiles(allowed), "refused_ms": percentiles(refused)}
 
 
-def cold(aws: LocalAws, issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
+def cold(issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[str, Any]:
     env = {
         **os.environ,
-        **aws.env(),
         "AUTH_ISSUER": issuer.issuer,
         "JWKS_URL": jwks_url,
-        "SIGNIN_TABLE": aws.provisioned.signin_table,
         "PYTHONPATH": os.pathsep.join(
             [str(ROOT / "layers" / "core"), os.environ.get("PYTHONPATH", "")]
         ),
@@ -112,31 +93,18 @@ def cold(aws: LocalAws, issuer: LocalIssuer, jwks_url: str, runs: int) -> dict[s
     token = issuer.issue_access_token(
         sub="bench-person", client_id="bench-client", scopes=["memory/read"], username="b"
     )
-    measured = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                COLD_START_SCRIPT,
-                str(ROOT / "functions" / "authorizer" / "app.py"),
-                json.dumps(authorizer_event(token)),
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        total = (time.perf_counter() - started) * 1000
-        measured.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process_ms": total})
+    result = cold_starts(
+        ROOT / "functions" / "authorizer" / "app.py",
+        authorizer_event(token),
+        env,
+        runs,
+        module="authorizer_app",
+        request=COLD_START_REQUEST,
+        accepted='response["isAuthorized"] is True',
+    )
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     interpreter = (time.perf_counter() - started) * 1000
-    result = {
-        key: statistics.median(run[key] for run in measured)
-        for key in ("init_ms", "first_request_ms", "process_ms")
-    }
     return {**result, "bare_interpreter_ms": interpreter, "runs": runs}
 
 
@@ -180,22 +148,18 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=7)
     parser.add_argument("--requests", type=int, default=1000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, LocalAws() as aws:
-        aws.provision()
-        issuer = LocalIssuer(Path(tmp) / "key.pem", aws.provisioned.issuer)
+    with tempfile.TemporaryDirectory() as tmp:
+        issuer = LocalIssuer(Path(tmp) / "key.pem", cognito_issuer("us-east-1", BENCH_POOL))
         results: dict[str, Any] = {
             "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
         }
         results["warm"] = warm(issuer, args.iterations)
         with ApiGateway(lambda e, c: {"statusCode": 204}, issuer=issuer, quiet=True) as keys:
             results["cold_start"] = cold(
-                aws, issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
+                issuer, f"{keys.url}/.well-known/jwks.json", args.cold_runs
             )
         results["cache"] = cache(issuer, args.requests)
-    print(json.dumps(results, indent=2))
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "authorizer.json").write_text(json.dumps(results, indent=2) + "\n")
+    save_results("authorizer", results)
 
 
 if __name__ == "__main__":

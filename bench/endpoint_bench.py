@@ -18,16 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from memory_local.postgres import EmbeddedPostgres
+from memory_local.postgres import admin_server
 from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.db import Database
@@ -37,40 +33,25 @@ from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
 from memory_server.operations.completions import complete_paths
 from memory_server.operations.skills import skill_page, skill_prompt
-from memory_server.provision import Passwords, provision
+from memory_server.provision import Passwords, Provisioned, provision
 from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
 from memory_server.store import Store, resolve_caller
 
+from .timing import cold_starts, durations_ms, percentiles, save_results
+
 ROOT = Path(__file__).resolve().parents[1]
 SKILLS = 30  # skills served as prompts (prompts/list pages them within the budget)
 SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
-COLD_START_SCRIPT = """
-import json, os, sys, time
-t0 = time.perf_counter()
-import importlib.util
-spec = importlib.util.spec_from_file_location("app", sys.argv[1])
-app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
-t1 = time.perf_counter()
+# The cold start's first request (bench.timing.cold_starts): a Lambda context too.
+COLD_START_REQUEST = """
 event = json.loads(sys.argv[2])
 class Ctx:
     function_name = "McpFunction"; memory_limit_in_mb = 512; aws_request_id = "cold"
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:McpFunction"
     def get_remaining_time_in_millis(self): return 10000
 response = app.handler(event, Ctx())
-t2 = time.perf_counter()
-assert response["statusCode"] == 200, response
-print(json.dumps({"init_ms": (t1 - t0) * 1000, "first_request_ms": (t2 - t1) * 1000}))
 """
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(p: float) -> float:
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99)}
 
 
 def event(workspace: str, subject: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -93,12 +74,20 @@ def event(workspace: str, subject: str, body: dict[str, Any]) -> dict[str, Any]:
 def timed(fn: Any, iterations: int) -> list[float]:
     for _ in range(min(50, iterations)):
         fn()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
+    return durations_ms(fn, iterations)
+
+
+def bench_workspace(admin_url: str) -> tuple[Provisioned, str, str]:
+    """Provisions the server's own database (roles and schema) with one workspace and
+    one member holding every grant: the roles' URLs, the workspace's slug and the
+    member's subject."""
+    roles = provision(admin_url, Passwords.generate(auditor=False))
+    slug, subject = f"bench-{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex}"
+    with psycopg.connect(roles.owner_url, autocommit=True) as owner:
+        ws = operators.ensure_workspace(owner, slug, memory_enabled=True)
+        pid = operators.ensure_principal(owner, "person", subject, "bench")
+        operators.set_membership(owner, ws, pid, ALL_GRANTS)
+    return roles, slug, subject
 
 
 def main() -> None:
@@ -107,21 +96,9 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=7)
     args = parser.parse_args()
 
-    server = None
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
-        server = EmbeddedPostgres(ROOT / ".tmp" / "endpoint-bench", durable=False)
-        admin_url = server.start()
-    try:
-        # The server's own database (as before): roles and schema go there.
-        roles = provision(admin_url, Passwords.generate(auditor=False))
+    with admin_server(ROOT / ".tmp" / "endpoint-bench") as (admin_url, _):
+        roles, slug, subject = bench_workspace(admin_url)
         runtime_url = roles.runtime_url
-        slug, subject = f"bench-{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex}"
-        with psycopg.connect(roles.owner_url, autocommit=True) as owner:
-            ws = operators.ensure_workspace(owner, slug, memory_enabled=True)
-            pid = operators.ensure_principal(owner, "person", subject, "bench")
-            operators.set_membership(owner, ws, pid, ALL_GRANTS)
-
         db = Database(runtime_url, max_size=2)
         store = Store(db, b"b" * 32)
         membership = resolve_caller(
@@ -226,7 +203,6 @@ def main() -> None:
             }
         db.close()
 
-        cold = []
         env = {
             **os.environ,
             "DATABASE_URL": runtime_url,
@@ -235,47 +211,22 @@ def main() -> None:
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
-        first = json.dumps(
-            event(
-                slug,
-                subject,
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": cases["memory_read"][2],
-                },
-            )
+        first = event(
+            slug,
+            subject,
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": cases["memory_read"][2]},
         )
-        for _ in range(args.cold_runs):
-            started = time.perf_counter()
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    COLD_START_SCRIPT,
-                    str(ROOT / "functions/mcp/app.py"),
-                    first,
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            total = (time.perf_counter() - started) * 1000
-            cold.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process_ms": total})
-        results["cold_start"] = {
-            key: statistics.median(run[key] for run in cold)
-            for key in ("init_ms", "first_request_ms", "process_ms")
-        }
-    finally:
-        if server is not None:
-            server.destroy()
+        results["cold_start"] = cold_starts(
+            ROOT / "functions/mcp/app.py",
+            first,
+            env,
+            args.cold_runs,
+            module="app",
+            request=COLD_START_REQUEST,
+            accepted='response["statusCode"] == 200',
+        )
 
-    print(json.dumps(results, indent=2))
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "endpoint.json").write_text(json.dumps(results, indent=2) + "\n")
+    save_results("endpoint", results)
 
 
 if __name__ == "__main__":

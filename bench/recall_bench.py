@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from memory_local.postgres import EmbeddedPostgres
+from memory_local.postgres import admin_server
 from memory_server import migrate
 from memory_server.admin import operators
 from memory_server.caller import Caller, Deadline
@@ -250,20 +250,14 @@ def by_topic(results: Sequence[Outcome]) -> dict[str, float]:
 @contextmanager
 def database() -> Iterator[tuple[str, str, str]]:
     """A fresh, migrated database: (admin URL, owner URL, runtime URL)."""
-    server = None
-    base = os.environ.get("DATABASE_URL")
-    if not base:
-        server = EmbeddedPostgres(ROOT / ".tmp" / f"recall-{os.getpid()}", durable=False)
-        base = server.start()
-    name = f"recall_{uuid.uuid4().hex[:10]}"
-    try:
-        made = provision(base, Passwords.generate(), database=name)
-        yield made.admin_url, made.owner_url, made.runtime_url
-    finally:
-        if server is not None:
-            server.destroy()
-        else:
-            migrate.drop_database(base, name)
+    with admin_server(ROOT / ".tmp" / f"recall-{os.getpid()}") as (base, embedded):
+        name = f"recall_{uuid.uuid4().hex[:10]}"
+        try:
+            made = provision(base, Passwords.generate(), database=name)
+            yield made.admin_url, made.owner_url, made.runtime_url
+        finally:
+            if not embedded:  # an embedded server goes with its databases
+                migrate.drop_database(base, name)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

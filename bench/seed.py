@@ -21,14 +21,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from memory_local.postgres import EmbeddedPostgres
+from memory_local.postgres import admin_server
 from memory_server.admin import operators
 from memory_server.caller import SHARED_OWNER
 from memory_server.grants import ALL_GRANTS
@@ -168,25 +168,13 @@ class Cluster:
     server_admin_url: str  # superuser, connected to the maintenance database
 
 
-@contextmanager
-def server(keep: bool) -> Iterator[tuple[str, bool]]:
-    """An administrative URL: ``DATABASE_URL`` or an embedded server under ``.tmp/``.
+def server(keep: bool) -> AbstractContextManager[tuple[str, bool]]:
+    """An administrative URL: ``DATABASE_URL`` or an embedded server under ``.tmp/``
+    (stopped on leaving when ``keep``, else removed).
 
     Yields the URL and whether the server is ours (embedded).
     """
-    external = os.environ.get("DATABASE_URL")
-    if external:
-        yield external, False
-        return
-    embedded = EmbeddedPostgres(ROOT / ".tmp" / "bench-pg", durable=False)
-    url = embedded.start()
-    try:
-        yield url, True
-    finally:
-        if keep:
-            embedded.stop()
-        else:
-            embedded.destroy()
+    return admin_server(ROOT / ".tmp" / "bench-pg", keep=keep)
 
 
 def stored_fingerprint(server_admin_url: str, database: str) -> dict[str, Any] | None:

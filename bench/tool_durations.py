@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import random
 import time
 import uuid
@@ -28,17 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from memory_local.postgres import EmbeddedPostgres
-from memory_server.admin import operators
+from memory_local.postgres import admin_server
 from memory_server.after_response import AfterResponse
 from memory_server.db import Database
-from memory_server.grants import ALL_GRANTS
-from memory_server.provision import Passwords, provision
 from memory_server.service import McpService, Settings
 
 from .corpus import TYPICAL_TERM, TextGenerator
-from .endpoint_bench import event
+from .endpoint_bench import bench_workspace, event
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,18 +93,8 @@ def main() -> None:
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "tools.json"))
     args = parser.parse_args()
 
-    server = None
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
-        server = EmbeddedPostgres(ROOT / ".tmp" / "tool-durations", durable=True)
-        admin_url = server.start()
-    try:
-        roles = provision(admin_url, Passwords.generate(auditor=False))
-        slug, subject = f"bench-{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex}"
-        with psycopg.connect(roles.owner_url, autocommit=True) as owner:
-            ws = operators.ensure_workspace(owner, slug, memory_enabled=True)
-            pid = operators.ensure_principal(owner, "person", subject, "bench")
-            operators.set_membership(owner, ws, pid, ALL_GRANTS)
+    with admin_server(ROOT / ".tmp" / "tool-durations", durable=True) as (admin_url, _):
+        roles, slug, subject = bench_workspace(admin_url)
         db = Database(roles.runtime_url, max_size=2)
         publishing = Publishing()
         settings = Settings(roles.runtime_url, b"b" * 32, "https://issuer.example", audit_bus="b")
@@ -210,9 +195,6 @@ def main() -> None:
                 flush=True,
             )
         db.close()
-    finally:
-        if server is not None:
-            server.destroy()
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")

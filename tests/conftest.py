@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
-from memory_local.postgres import EmbeddedPostgres
+from memory_local.postgres import admin_server
 from memory_server.db import Database
 from memory_server.migrate import drop_database
 from memory_server.provision import Passwords, provision
@@ -40,34 +40,31 @@ class Cluster:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    server = None
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
-        server = EmbeddedPostgres(ROOT / ".tmp" / f"pytest-{os.getpid()}", durable=False)
-        admin_url = server.start()
-    database = f"memtest_{uuid.uuid4().hex[:12]}"
-    try:
-        # The auditor shares the runtime password (bootstrap's default).
-        passwords = Passwords.generate(auditor=False)
-        roles = provision(
-            admin_url, passwords, database=database, migrations_dir=ROOT / "infra" / "migrations"
-        )
-        yield Cluster(
-            roles.admin_url,
-            roles.owner_url,
-            roles.runtime_url,
-            roles.auditor_url,
-            {
-                "owner": passwords.owner,
-                "runtime": passwords.runtime,
-                "auditor": passwords.effective_auditor,
-            },
-        )
-    finally:
-        if server is not None:
-            server.destroy()
-        else:
-            drop_database(admin_url, database)
+    with admin_server(ROOT / ".tmp" / f"pytest-{os.getpid()}") as (admin_url, embedded):
+        database = f"memtest_{uuid.uuid4().hex[:12]}"
+        try:
+            # The auditor shares the runtime password (bootstrap's default).
+            passwords = Passwords.generate(auditor=False)
+            roles = provision(
+                admin_url,
+                passwords,
+                database=database,
+                migrations_dir=ROOT / "infra" / "migrations",
+            )
+            yield Cluster(
+                roles.admin_url,
+                roles.owner_url,
+                roles.runtime_url,
+                roles.auditor_url,
+                {
+                    "owner": passwords.owner,
+                    "runtime": passwords.runtime,
+                    "auditor": passwords.effective_auditor,
+                },
+            )
+        finally:
+            if not embedded:  # an embedded server goes with its databases
+                drop_database(admin_url, database)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ import http.client
 import json
 import socket
 import statistics
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,15 +53,6 @@ class KeptAlive:
 
     def close(self) -> None:
         self.sock.close()
-
-
-def timed_ms(calls: int, call: Any) -> list[float]:
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
 
 
 def median(samples: list[float]) -> float:

@@ -200,6 +200,29 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     return table
 
 
+def _show_list(
+    ctx: typer.Context,
+    path: str,
+    field: str,
+    columns: list[tuple[str, str]],
+    *,
+    title: str | None = None,
+) -> None:
+    """``GET path``: the document, or a table (titled ``title``, else ``field``) of its
+    ``field`` list, one (heading, key) column each."""
+    settings = _settings(ctx)
+    found = AdminClient(settings).request("GET", path)
+    emit(
+        settings,
+        found,
+        lambda: _table(
+            title or field,
+            [heading for heading, _ in columns],
+            [[item[key] for _, key in columns] for item in found[field]],
+        ),
+    )
+
+
 @contextmanager
 def progress_bar(settings: Settings, what: str) -> Iterator[Callable[[int, int], None]]:
     with Progress(
@@ -321,26 +344,18 @@ def memory_off(ctx: typer.Context) -> None:
 @members_app.command("list")
 def members_list(ctx: typer.Context) -> None:
     """Members, their grants and personal namespaces."""
-    settings = _settings(ctx)
-    members = AdminClient(settings).request("GET", "/members")
-    emit(
-        settings,
-        members,
-        lambda: _table(
-            "members",
-            ["subject", "handle", "kind", "grants", "personal", "agent key"],
-            [
-                [
-                    m["subject"],
-                    m["handle"],
-                    m["kind"],
-                    m["grants"],
-                    m["personal_namespace"],
-                    m["agent_key"],
-                ]
-                for m in members["members"]
-            ],
-        ),
+    _show_list(
+        ctx,
+        "/members",
+        "members",
+        [
+            ("subject", "subject"),
+            ("handle", "handle"),
+            ("kind", "kind"),
+            ("grants", "grants"),
+            ("personal", "personal_namespace"),
+            ("agent key", "agent_key"),
+        ],
     )
 
 
@@ -379,19 +394,18 @@ def members_remove(ctx: typer.Context, subject: str) -> None:
 @keys_app.command("list")
 def keys_list(ctx: typer.Context) -> None:
     """Live agent keys."""
-    settings = _settings(ctx)
-    keys = AdminClient(settings).request("GET", "/agent-keys")
-    emit(
-        settings,
-        keys,
-        lambda: _table(
-            "agent keys",
-            ["client id", "name", "scopes", "created", "by"],
-            [
-                [k["client_id"], k["name"], k["scopes"], k["created_at"], k["created_by"]]
-                for k in keys["agent_keys"]
-            ],
-        ),
+    _show_list(
+        ctx,
+        "/agent-keys",
+        "agent_keys",
+        [
+            ("client id", "client_id"),
+            ("name", "name"),
+            ("scopes", "scopes"),
+            ("created", "created_at"),
+            ("by", "created_by"),
+        ],
+        title="agent keys",
     )
 
 
@@ -428,16 +442,11 @@ def keys_revoke(ctx: typer.Context, client_id: str) -> None:
 @contexts_app.command("list")
 def contexts_list(ctx: typer.Context) -> None:
     """Registered contexts and the contexts holding records."""
-    settings = _settings(ctx)
-    found = AdminClient(settings).request("GET", "/contexts")
-    emit(
-        settings,
-        found,
-        lambda: _table(
-            "contexts",
-            ["context", "kind", "members"],
-            [[c["context"], c["kind"], c["members"]] for c in found["contexts"]],
-        ),
+    _show_list(
+        ctx,
+        "/contexts",
+        "contexts",
+        [("context", "context"), ("kind", "kind"), ("members", "members")],
     )
 
 

@@ -2,7 +2,7 @@
 
 Thin: ``memory_server.signin.authorizer`` decides; this builds it once per container
 (the key set is fetched during init, off the request path) and logs refusals. Outside
-the VPC: it reaches the pool's ``jwks_uri`` and the sign-in table directly.
+the VPC: it reaches the pool's ``jwks_uri`` directly (it makes no AWS call).
 """
 
 from __future__ import annotations

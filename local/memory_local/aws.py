@@ -36,11 +36,12 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
+
+from .lifecycle import StartsAndStops
 
 # The resource server and its scopes are the contract's (docs/contract.md §2).
 USER_POOL_NAME = "memory-server"
@@ -114,7 +115,7 @@ class Provisioned:
     signin_table: str = SIGNIN_TABLE
 
 
-class LocalAws:
+class LocalAws(StartsAndStops):
     """A moto server on ``host`` (loopback) and the resources the service needs.
 
     ``endpoint_url`` attaches to a moto server someone else runs: then ``start``
@@ -237,17 +238,6 @@ class LocalAws:
                 if stream is not None:
                     stream.close()
             self._endpoint_url = None
-
-    def __enter__(self) -> LocalAws:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def endpoint_url(self) -> str:

@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
@@ -52,6 +51,7 @@ from memory_server.signin.verify import KeySet
 
 from .authorizer import LambdaAuthorizer
 from .aws import LocalAws
+from .lifecycle import StartsAndStops
 from .tokens import LocalIssuer
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -210,7 +210,7 @@ class LambdaContext:
 # -- the gateway ----------------------------------------------------------------
 
 
-class ApiGateway:
+class ApiGateway(StartsAndStops):
     """The HTTP API in front of ``handler``, served on ``host:port`` from a thread.
 
     ``issuer`` is either the :class:`LocalIssuer` (its ``issuer`` is the expected
@@ -306,17 +306,6 @@ class ApiGateway:
             self._thread.join()
             self._thread = None
         self._invoker.stop()
-
-    def __enter__(self) -> ApiGateway:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:

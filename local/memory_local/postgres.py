@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,3 +190,27 @@ class EmbeddedPostgres:
         self.stop()
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.root)
+
+
+@contextlib.contextmanager
+def admin_server(
+    root: Path, *, durable: bool = False, keep: bool = False
+) -> Iterator[tuple[str, bool]]:
+    """An administrative URL: ``DATABASE_URL`` when set, otherwise an embedded server
+    under ``root``, started here and on leaving stopped (``keep``) or removed.
+
+    Yields the URL and whether the server is ours (embedded).
+    """
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external, False
+        return
+    embedded = EmbeddedPostgres(root, durable=durable)
+    url = embedded.start()
+    try:
+        yield url, True
+    finally:
+        if keep:
+            embedded.stop()
+        else:
+            embedded.destroy()

@@ -15,8 +15,8 @@ from memory_local.dev import DevStack
 from memory_server.admin.openapi import build_openapi
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
-from memory_server.signin.authorizer import authorizer_context
 
+from tests.endpoint.conftest import api_event
 from tests.support import SharedStack, using_stack
 
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -67,28 +67,16 @@ def admin_event(
     body: Any = None,
     query: str = "",
 ) -> dict[str, Any]:
-    raw_path = f"/w/{workspace}/admin{path}"
-    authorizer = (
-        {"lambda": authorizer_context(sub, "test-client", list(scopes))}
-        if sub is not None
-        else None
+    return api_event(
+        "ANY /w/{workspace}/admin/{proxy+}",
+        f"/w/{workspace}/admin{path}",
+        {"workspace": workspace, "proxy": path.lstrip("/")},
+        sub=sub,
+        scopes=scopes,
+        method=method,
+        query=query,
+        body=body,
     )
-    return {
-        "version": "2.0",
-        "routeKey": "ANY /w/{workspace}/admin/{proxy+}",
-        "rawPath": raw_path,
-        "rawQueryString": query,
-        "headers": {"content-type": "application/json"},
-        "pathParameters": {"workspace": workspace, "proxy": path.lstrip("/")},
-        "requestContext": {
-            "http": {"method": method, "path": raw_path},
-            "requestId": str(uuid.uuid4()),
-            "domainName": "api.example.com",
-            **({"authorizer": authorizer} if authorizer else {}),
-        },
-        "body": body if isinstance(body, str) or body is None else json.dumps(body),
-        "isBase64Encoded": False,
-    }
 
 
 def call(
@@ -114,6 +102,28 @@ def call(
     result = service.handle(event)
     text = result["body"]
     return Response(result["statusCode"], result["headers"], json.loads(text) if text else None)
+
+
+def create_agent_key(
+    service: McpService,
+    workspace: str,
+    who: Any,
+    name: str,
+    key_scopes: Sequence[str],
+    *,
+    scopes: Sequence[str] = ALL_SCOPES,
+) -> Response:
+    """``POST /agent-keys``: ``who`` (a token with ``scopes``) asks for an agent key
+    ``name`` with ``key_scopes``."""
+    return call(
+        service,
+        workspace,
+        "POST",
+        "/agent-keys",
+        who,
+        scopes=scopes,
+        body={"name": name, "scopes": list(key_scopes)},
+    )
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from tests.admin.conftest import (
     NO_ADMIN_SCOPES,
     assert_schema,
     call,
+    create_agent_key,
     response_schema,
 )
 from tests.support import Principal, Workspace
@@ -62,14 +63,7 @@ def _known_identity(t: Tenants, service: Any) -> None:
 
 
 def _make_key(t: Tenants, service: Any) -> None:
-    made = call(
-        service,
-        t.ws.slug,
-        "POST",
-        "/agent-keys",
-        t.alice,
-        body={"name": "to-revoke", "scopes": ["memory/read"]},
-    )
+    made = create_agent_key(service, t.ws.slug, t.alice, "to-revoke", ["memory/read"])
     assert made.status == 201, made.body
     t.ws.__dict__["key"] = made.body["client_id"]
 
@@ -172,6 +166,20 @@ def _body(case: Case, t: Tenants) -> Any:
     return case.body
 
 
+def _send(service: Any, case: Case, t: Tenants, who: Any, **options: Any) -> Any:
+    """The case's request (its path, body and query), as ``who``."""
+    return call(
+        service,
+        t.ws.slug,
+        case.method,
+        case.path(t, service),
+        who,
+        body=_body(case, t),
+        query=case.query,
+        **options,
+    )
+
+
 def _latest_event(service: Any, t: Tenants) -> dict[str, Any]:
     page = call(service, t.ws.slug, "GET", "/audit", t.alice, query="limit=1")
     assert page.status == 200
@@ -188,15 +196,7 @@ def test_success_matches_the_openapi_and_is_audited(
     before = owner.execute(
         "SELECT count(*) FROM memory.audit_outbox WHERE workspace_id = %s", (t.ws.id,)
     ).fetchone()[0]
-    response = call(
-        admin_service,
-        t.ws.slug,
-        case.method,
-        case.path(t, admin_service),
-        t.alice,
-        body=_body(case, t),
-        query=case.query,
-    )
+    response = _send(admin_service, case, t, t.alice)
     assert response.status == case.status, response.body
     assert response.headers["cache-control"] == "no-store"
     assert_schema(
@@ -248,16 +248,7 @@ def test_a_member_without_the_admin_grant_is_refused(
     if case.setup:
         case.setup(t, admin_service)
     before = owner.execute("SELECT count(*) FROM memory.audit_outbox").fetchone()[0]
-    response = call(
-        admin_service,
-        t.ws.slug,
-        case.method,
-        case.path(t, admin_service),
-        t.bob,
-        scopes=ALL_SCOPES,
-        body=_body(case, t),
-        query=case.query,
-    )
+    response = _send(admin_service, case, t, t.bob, scopes=ALL_SCOPES)
     assert response.status == 403
     assert response.body["error"] == "permission_denied"
     assert owner.execute("SELECT count(*) FROM memory.audit_outbox").fetchone()[0] == before

@@ -13,7 +13,7 @@ from memory_server.contexts import parse_context
 from memory_server.db import request_settings
 from memory_server.store import resolve_caller
 
-from tests.admin.conftest import ALL_SCOPES, call
+from tests.admin.conftest import ALL_SCOPES, call, create_agent_key
 from tests.endpoint.conftest import event
 
 
@@ -115,13 +115,8 @@ def test_an_unchanged_put_audits_nothing(ws, admin_service, owner) -> None:  # t
 
 def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directory) -> None:  # type: ignore[no-untyped-def]
     alice = ws.person("alice")
-    created = call(
-        admin_service,
-        ws.slug,
-        "POST",
-        "/agent-keys",
-        alice,
-        body={"name": "ci", "scopes": ["memory/write.shared", "memory/read"]},
+    created = create_agent_key(
+        admin_service, ws.slug, alice, "ci", ["memory/write.shared", "memory/read"]
     )
     assert created.status == 201
     key = created.body
@@ -131,14 +126,7 @@ def test_agent_keys_are_bound_to_one_workspace(ws, world, admin_service, directo
     listed = call(admin_service, ws.slug, "GET", "/agent-keys", alice).body["agent_keys"]
     assert [k["client_id"] for k in listed] == [key["client_id"]]
     assert "client_secret" not in listed[0]  # shown once
-    again = call(
-        admin_service,
-        ws.slug,
-        "POST",
-        "/agent-keys",
-        alice,
-        body={"name": "ci", "scopes": ["memory/read"]},
-    )
+    again = create_agent_key(admin_service, ws.slug, alice, "ci", ["memory/read"])
     assert again.status == 409
     # The key is a member that only revocation removes...
     members = call(admin_service, ws.slug, "GET", "/members", alice).body["members"]
@@ -208,14 +196,13 @@ def test_a_key_never_has_more_than_its_creators_effective_grants(
         (erin, ["memory/read", "memory/admin"], ["memory/admin"], None),  # admin itself: ok
     ]
     for who, token_scopes, key_scopes, beyond in cases:
-        made = call(
+        made = create_agent_key(
             admin_service,
             ws.slug,
-            "POST",
-            "/agent-keys",
             who,
+            f"k-{uuid.uuid4().hex[:6]}",
+            key_scopes,
             scopes=token_scopes,
-            body={"name": f"k-{uuid.uuid4().hex[:6]}", "scopes": key_scopes},
         )
         if beyond is None:
             assert made.status == 201, made.body
@@ -224,13 +211,8 @@ def test_a_key_never_has_more_than_its_creators_effective_grants(
         assert beyond in made.body["message"]
     # Only the allowed key was created in the pool.
     assert len(set(directory.clients) - before) == 1
-    within = call(
-        admin_service,
-        ws.slug,
-        "POST",
-        "/agent-keys",
-        dana,
-        body={"name": "within", "scopes": ["memory/read", "memory/write.shared"]},
+    within = create_agent_key(
+        admin_service, ws.slug, dana, "within", ["memory/read", "memory/write.shared"]
     )
     assert within.status == 201 and within.body["grants"] == ["read", "write:shared"]
 
@@ -247,28 +229,14 @@ def test_a_failed_key_creation_leaves_no_app_client(
     monkeypatch.setattr(actions, "_live_key", broken)
     before = set(directory.clients)
     with pytest.raises(RuntimeError):
-        call(
-            admin_service,
-            ws.slug,
-            "POST",
-            "/agent-keys",
-            alice,
-            body={"name": "doomed", "scopes": ["memory/read"]},
-        )
+        create_agent_key(admin_service, ws.slug, alice, "doomed", ["memory/read"])
     assert set(directory.clients) == before
 
 
 def test_agent_keys_need_a_user_pool(ws, admin_service, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     alice = ws.person("alice")
     monkeypatch.setattr(admin_service.admin, "directory", None)
-    response = call(
-        admin_service,
-        ws.slug,
-        "POST",
-        "/agent-keys",
-        alice,
-        body={"name": "ci", "scopes": ["memory/read"]},
-    )
+    response = create_agent_key(admin_service, ws.slug, alice, "ci", ["memory/read"])
     assert response.status == 503 and response.body["error"] == "not_configured"
 
 

@@ -13,6 +13,7 @@ from memory_server.errors import AdminError
 from memory_server.store import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, FakeDirectory, call
+from tests.support import resolve_with_all_scopes
 
 
 def every_row(owner: psycopg.Connection) -> dict[str, list[str]]:
@@ -217,16 +218,7 @@ def test_erasing_a_person_leaves_no_trace_of_their_personal_content(
 
     # Their tokens resolve to nothing, anywhere.
     for ws in (one, two):
-        assert (
-            resolve_caller(
-                admin_service.db,
-                workspace=ws.slug,
-                subject=dave.subject,
-                scopes=ALL_SCOPES,
-                context=parse_context(None),
-            )
-            is None
-        )
+        assert resolve_with_all_scopes(admin_service.db, ws.slug, dave.subject) is None
     # The shared records stay, written by the pseudonym (a non-member: its handle reads
     # as null in provenance, like any departed member's); bob's own history is his.
     plan = bobs.read(uri="memory://workspace/notes/plan.md", history=True)

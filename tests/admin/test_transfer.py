@@ -14,7 +14,7 @@ from memory_cli import transfer
 from memory_server.service import McpService
 
 from tests.admin.conftest import ALL_SCOPES, call
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, tool_call
 from tests.support import Principal, Workspace
 
 META = {
@@ -75,18 +75,12 @@ class ServiceTools:
         self.service, self.ws, self.who = service, ws, who
 
     def call(self, tool: str, arguments: dict[str, Any], *, context: str) -> dict[str, Any]:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
         answer = self.service.handle(
             event(
                 self.ws.slug,
                 sub=self.who.subject,
                 scopes=ALL_SCOPES,
-                body=body,
+                body=tool_call(tool, **arguments),
                 headers={"memory-context": context, "mcp-protocol-version": "2025-11-25"},
             )
         )

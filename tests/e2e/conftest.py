@@ -69,4 +69,9 @@ async def call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
     return dict(structured)
 
 
+async def create(client: Any, uri: str, content: str) -> dict[str, Any]:
+    """``memory_write`` of a new record (expected revision 0): its structured result."""
+    return await call(client, "memory_write", uri=uri, content=content, expected_revision=0)
+
+
 Call = Callable[..., Awaitable[dict[str, Any]]]

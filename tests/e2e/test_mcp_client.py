@@ -10,7 +10,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.conftest import call, connect, run
+from tests.e2e.conftest import call, connect, create, run
+from tests.support import ALL_TOOLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 
@@ -21,22 +22,10 @@ def test_every_tool_and_resource_in_both_generations(stack, expected_version: st
         async with connect(stack, "alice", mode=MODES[expected_version]) as client:
             assert client.protocol_version == expected_version
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {
-                "memory_list",
-                "memory_read",
-                "memory_search",
-                "memory_write",
-                "memory_delete",
-                "memory_remember",
-                "memory_move",
-            }
+            assert tools == ALL_TOOLS
             base = f"memory://workspace/notes/e2e-{uuid.uuid4().hex[:8]}"
-            made = await call(
-                client,
-                "memory_write",
-                uri=f"{base}.md",
-                content="# Kickoff\nThe e2e kickoff is on Monday 日本 🙂",
-                expected_revision=0,
+            made = await create(
+                client, f"{base}.md", "# Kickoff\nThe e2e kickoff is on Monday 日本 🙂"
             )
             assert made["revision"] == 1
             read = await call(client, "memory_read", uri=f"{base}.md", history=True)
@@ -84,12 +73,10 @@ def test_every_tool_and_resource_in_both_generations(stack, expected_version: st
 def test_personal_memory_is_invisible_to_bob(stack) -> None:  # type: ignore[no-untyped-def]
     async def scenario() -> None:
         async with connect(stack, "alice") as alice:
-            secret = await call(
+            secret = await create(
                 alice,
-                "memory_write",
-                uri=f"memory://me/memories/s-{uuid.uuid4().hex[:6]}.md",
-                content="alice's private capybara plan",
-                expected_revision=0,
+                f"memory://me/memories/s-{uuid.uuid4().hex[:6]}.md",
+                "alice's private capybara plan",
             )
             own_page = await call(alice, "memory_list", limit=1)
         async with connect(stack, "bob", mode="legacy") as bob:
@@ -118,12 +105,10 @@ def test_personal_memory_is_invisible_to_bob(stack) -> None:  # type: ignore[no-
 def test_dm_memory_never_reaches_a_channel(stack) -> None:  # type: ignore[no-untyped-def]
     async def scenario() -> None:
         async with connect(stack, "alice", context="dm:alice-release-bot") as dm:
-            told = await call(
+            told = await create(
                 dm,
-                "memory_write",
-                uri=f"memory://workspace/notes/dm-{uuid.uuid4().hex[:6]}.md",
-                content="the walrus launch is secret",
-                expected_revision=0,
+                f"memory://workspace/notes/dm-{uuid.uuid4().hex[:6]}.md",
+                "the walrus launch is secret",
             )
             assert told["context"] == "dm:alice-release-bot"
         async with connect(stack, "release-bot", context="dm:alice-release-bot") as bot:
@@ -179,12 +164,8 @@ def test_workspace_and_context_gates(stack) -> None:  # type: ignore[no-untyped-
 def test_read_only_keys_cannot_write(stack, owner_db, who: str) -> None:  # type: ignore[no-untyped-def]
     async def scenario() -> None:
         async with connect(stack, "alice") as alice:
-            target = await call(
-                alice,
-                "memory_write",
-                uri=f"memory://workspace/notes/ro-{uuid.uuid4().hex[:6]}.md",
-                content="stable",
-                expected_revision=0,
+            target = await create(
+                alice, f"memory://workspace/notes/ro-{uuid.uuid4().hex[:6]}.md", "stable"
             )
         before = owner_db.execute("SELECT count(*), max(revision) FROM memory.revisions").fetchone()
         async with connect(stack, who) as reader:
@@ -248,13 +229,7 @@ def test_retried_remember_replays_and_each_change_has_one_event(stack) -> None: 
             }
             first = await call(bob, "memory_remember", **args)
             again = await call(bob, "memory_remember", **args)  # the response was "lost"
-            written = await call(
-                bob,
-                "memory_write",
-                uri=f"memory://me/notes/e2e-{uuid.uuid4().hex[:6]}.md",
-                content="x",
-                expected_revision=0,
-            )
+            written = await create(bob, f"memory://me/notes/e2e-{uuid.uuid4().hex[:6]}.md", "x")
             return first, again, written
 
     first, again, written = run(scenario())

@@ -12,14 +12,21 @@ import mcp_types as t
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.conftest import call, connect, run
+from tests.e2e.conftest import call, connect, create, run
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 DM = "dm:alice-release-bot"
 
 
-def skill(folder: str, description: str, extra: str = "") -> str:
-    return f"---\nname: {folder}\ndescription: {description}\n{extra}---\nFollow these steps.\n"
+async def write_skill(
+    client: Any, namespace: str, folder: str, description: str, extra: str = ""
+) -> None:
+    """Writes the skill ``folder`` (front matter, then steps) into ``namespace``."""
+    await create(
+        client,
+        f"memory://{namespace}/skills/{folder}/SKILL.md",
+        f"---\nname: {folder}\ndescription: {description}\n{extra}---\nFollow these steps.\n",
+    )
 
 
 async def every_prompt(client: Any) -> dict[str, Any]:
@@ -49,29 +56,11 @@ def test_skills_are_prompts_within_the_view(stack, generation: str) -> None:  # 
     async def scenario() -> None:
         async with connect(stack, "alice", mode=mode, context=DM) as dm:
             assert dm.protocol_version == generation
-            await call(
-                dm,
-                "memory_write",
-                uri=f"memory://workspace/skills/{in_dm}/SKILL.md",
-                content=skill(in_dm, "Only for the release DM"),
-                expected_revision=0,
-            )
+            await write_skill(dm, "workspace", in_dm, "Only for the release DM")
             assert in_dm in await every_prompt(dm)
         async with connect(stack, "alice", mode=mode) as alice:
-            await call(
-                alice,
-                "memory_write",
-                uri=f"memory://me/skills/{personal}/SKILL.md",
-                content=skill(personal, "Alice's own way", "arguments: ticket\n"),
-                expected_revision=0,
-            )
-            await call(
-                alice,
-                "memory_write",
-                uri=f"memory://workspace/skills/{shared}/SKILL.md",
-                content=skill(shared, "How the team ships"),
-                expected_revision=0,
-            )
+            await write_skill(alice, "me", personal, "Alice's own way", "arguments: ticket\n")
+            await write_skill(alice, "workspace", shared, "How the team ships")
             mine = await every_prompt(alice)
             assert {"release-notes", shared, f"me/{personal}"} <= set(mine)
             assert in_dm not in mine

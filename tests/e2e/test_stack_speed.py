@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.kept_alive import KeptAlive, mcp_headers, median, timed_ms
+from bench.timing import durations_ms
+from tests.kept_alive import KeptAlive, mcp_headers, median
 
 CALLS = 100
 WRITES = 2000
@@ -37,7 +38,7 @@ def test_one_kept_alive_client_reads_with_p50_under_10_ms(client: Any) -> None:
     made = client.call("memory_write", uri=uri, content="# Speed\n", expected_revision=0)
     assert made["revision"] == 1
     client.call("memory_read", uri=uri)  # warm
-    samples = timed_ms(CALLS, lambda: client.call("memory_read", uri=uri))
+    samples = durations_ms(lambda: client.call("memory_read", uri=uri), CALLS)
     assert client.connections == 1
     assert median(samples) < 10, f"memory_read p50 {median(samples):.1f} ms, kept alive"
 
@@ -66,7 +67,7 @@ def test_2000_writes_do_not_get_slower(stack: Any, client: Any, owner_db: Any) -
     counter = iter(range(WRITES))
     stack.aws.set_audit_tap(False)
     try:
-        samples = timed_ms(WRITES, lambda: write(next(counter)))
+        samples = durations_ms(lambda: write(next(counter)), WRITES)
         assert stack.wait_published()
     finally:
         stack.aws.set_audit_tap(True)

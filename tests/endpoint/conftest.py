@@ -4,11 +4,50 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
+
+
+def api_event(
+    route_key: str,
+    raw_path: str,
+    path_parameters: dict[str, str],
+    *,
+    sub: str | None,
+    scopes: Sequence[str],
+    method: str,
+    headers: dict[str, str] | None = None,
+    query: str = "",
+    body: Any = None,
+) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) event for ``route_key``, as API Gateway passes it on:
+    with the Lambda authorizer's context for ``sub`` and ``scopes`` (none for ``sub``
+    None); a ``body`` that is not a string is sent as JSON."""
+    authorizer = (
+        {"lambda": authorizer_context(sub, "test-client", list(scopes))}
+        if sub is not None
+        else None
+    )
+    return {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": {"content-type": "application/json", **(headers or {})},
+        "pathParameters": path_parameters,
+        "requestContext": {
+            "http": {"method": method, "path": raw_path},
+            "requestId": str(uuid.uuid4()),
+            "domainName": "api.example.com",
+            **({"authorizer": authorizer} if authorizer else {}),
+        },
+        "body": body if isinstance(body, str) or body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
 
 
 def event(
@@ -21,26 +60,43 @@ def event(
     headers: dict[str, str] | None = None,
     path: str | None = None,
 ) -> dict[str, Any]:
-    raw_path = path or f"/w/{workspace}/mcp"
-    authorizer = (
-        {"lambda": authorizer_context(sub, "test-client", scopes)} if sub is not None else None
+    return api_event(
+        "ANY /w/{workspace}/mcp",
+        path or f"/w/{workspace}/mcp",
+        {"workspace": workspace},
+        sub=sub,
+        scopes=scopes,
+        method=method,
+        headers=headers,
+        body=body,
     )
+
+
+def tool_params(tool: str, **arguments: Any) -> dict[str, Any]:
+    """The params of a ``tools/call``."""
+    return {"name": tool, "arguments": arguments}
+
+
+def tool_call(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A JSON-RPC ``tools/call`` request body."""
     return {
-        "version": "2.0",
-        "routeKey": "ANY /w/{workspace}/mcp",
-        "rawPath": raw_path,
-        "rawQueryString": "",
-        "headers": {"content-type": "application/json", **(headers or {})},
-        "pathParameters": {"workspace": workspace},
-        "requestContext": {
-            "http": {"method": method, "path": raw_path},
-            "requestId": str(uuid.uuid4()),
-            "domainName": "api.example.com",
-            **({"authorizer": authorizer} if authorizer else {}),
-        },
-        "body": body if isinstance(body, str) or body is None else json.dumps(body),
-        "isBase64Encoded": False,
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": tool_params(tool, **arguments),
     }
+
+
+def metadata_event(workspace: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """An anonymous ``GET`` of the workspace's RFC 9728 protected-resource metadata."""
+    return event(
+        workspace,
+        sub=None,
+        scopes=[],
+        method="GET",
+        path=f"/.well-known/oauth-protected-resource/w/{workspace}/mcp",
+        headers=headers,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ from memory_server.after_response import (
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.service import McpService, Settings
 
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -87,15 +87,7 @@ def service_with(database: Any, sink: RecordingSink, runner: Any) -> McpService:
 
 
 def write_call(slug: str, sub: str, path: str, request_id: str | None = None) -> dict[str, Any]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "memory_write",
-            "arguments": {"uri": path, "content": "hello", "expected_revision": 0},
-        },
-    }
+    body = tool_call("memory_write", uri=path, content="hello", expected_revision=0)
     made = event(slug, sub=sub, scopes=SCOPES, body=body)
     if request_id is not None:
         made["requestContext"]["requestId"] = request_id

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
@@ -88,19 +88,9 @@ def _run(app: ModuleType, world: Any) -> tuple[list[dict[str, Any]], str]:
     ws = world.workspace()
     sub = ws.person("alice").subject
     stream = app.logger.registered_handler.stream
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "memory_write",
-            "arguments": {
-                "uri": "memory://workspace/notes/logged.md",
-                "content": "x",
-                "expected_revision": 0,
-            },
-        },
-    }
+    body = tool_call(
+        "memory_write", uri="memory://workspace/notes/logged.md", content="x", expected_revision=0
+    )
     request = event(ws.slug, sub=sub, scopes=SCOPES, body=body)
     response = app.handler(request, Context())
     assert response["statusCode"] == 200

@@ -7,7 +7,8 @@ from typing import Any
 
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, metadata_event, tool_params
+from tests.support import ALL_TOOLS
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 MODERN = "2026-07-28"
@@ -50,14 +51,9 @@ def test_both_generations_write_and_read(service, world) -> None:  # type: ignor
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {
-                "uri": "memory://me/notes/x.md",
-                "content": "héllo",
-                "expected_revision": 0,
-            },
-        },
+        tool_params(
+            "memory_write", uri="memory://me/notes/x.md", content="héllo", expected_revision=0
+        ),
     )
     assert status == 200, written
     result = written["result"]
@@ -97,15 +93,7 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
     ws = world.workspace()
     alice, bot = ws.person("alice"), ws.service("ci-bot", ("read",))
     _, full = modern_call(service, ws, alice, "tools/list", {})
-    assert {t["name"] for t in full["result"]["tools"]} == {
-        "memory_list",
-        "memory_read",
-        "memory_search",
-        "memory_write",
-        "memory_delete",
-        "memory_remember",
-        "memory_move",
-    }
+    assert {t["name"] for t in full["result"]["tools"]} == ALL_TOOLS
     assert full["result"]["cacheScope"] == "private"
     for tool in full["result"]["tools"]:
         assert tool["inputSchema"]["additionalProperties"] is False
@@ -132,10 +120,7 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {"uri": "memory://me/notes/y.md", "content": "x", "expected_revision": 0},
-        },
+        tool_params("memory_write", uri="memory://me/notes/y.md", content="x", expected_revision=0),
         scopes=["memory/read"],
     )
     assert status == 200 and denied["result"]["isError"] is True
@@ -183,15 +168,7 @@ def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
         )
     )
     assert (disabled["statusCode"], disabled["body"]) == (404, "")
-    metadata = service.handle(
-        event(
-            ws.slug,
-            sub=None,
-            scopes=[],
-            method="GET",
-            path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
-        )
-    )
+    metadata = service.handle(metadata_event(ws.slug))
     doc = json.loads(metadata["body"])
     assert (
         doc["resource"] == f"https://api.example.com/w/{ws.slug}/mcp"
@@ -238,14 +215,12 @@ def test_resources(service, world) -> None:  # type: ignore[no-untyped-def]
         ws,
         alice,
         "tools/call",
-        {
-            "name": "memory_write",
-            "arguments": {
-                "uri": "memory://me/notes/r.md",
-                "content": "resource body",
-                "expected_revision": 0,
-            },
-        },
+        tool_params(
+            "memory_write",
+            uri="memory://me/notes/r.md",
+            content="resource body",
+            expected_revision=0,
+        ),
     )
     rid = made["result"]["structuredContent"]["id"]
     _, templates = modern_call(service, ws, alice, "resources/templates/list", {})
@@ -358,12 +333,5 @@ def test_foreign_origins_are_refused_on_every_authenticated_route(service, world
     admin["headers"]["origin"] = "https://api.example.com"
     assert service.handle(admin)["statusCode"] == 200
     # The RFC 9728 metadata is public and tenant-free: served to any origin.
-    metadata = event(
-        ws.slug,
-        sub=None,
-        scopes=[],
-        method="GET",
-        path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
-        headers={"origin": "http://evil.example.com"},
-    )
+    metadata = metadata_event(ws.slug, headers={"origin": "http://evil.example.com"})
     assert service.handle(metadata)["statusCode"] == 200

@@ -10,7 +10,7 @@ from typing import Any
 
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES, MCP_SCOPES
 
-from tests.endpoint.conftest import event
+from tests.endpoint.conftest import event, metadata_event
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -31,15 +31,7 @@ def bound(workspace: str, sub: str, audience: str, path: str | None = None) -> d
 
 def test_metadata_names_the_product_and_only_mcp_scopes(service, world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
-    response = service.handle(
-        event(
-            ws.slug,
-            sub=None,
-            scopes=[],
-            method="GET",
-            path=f"/.well-known/oauth-protected-resource/w/{ws.slug}/mcp",
-        )
-    )
+    response = service.handle(metadata_event(ws.slug))
     doc = json.loads(response["body"])
     assert doc == {
         "resource": f"https://api.example.com/w/{ws.slug}/mcp",

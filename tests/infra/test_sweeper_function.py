@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +13,7 @@ from moto import mock_aws
 
 from tests.conftest import Cluster
 from tests.infra.conftest import load_function
+from tests.support import audit_tap
 
 
 class LambdaContext:
@@ -33,33 +33,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
-        events = boto3.client("events")
-        sqs = boto3.client("sqs")
-        events.create_event_bus(Name="memory-audit-test")
-        queue = sqs.create_queue(QueueName="audit-tap")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        events.put_rule(
-            Name="all",
-            EventBusName="memory-audit-test",
-            EventPattern=json.dumps({"source": ["memory-server"]}),
-        )
-        events.put_targets(
-            Rule="all", EventBusName="memory-audit-test", Targets=[{"Id": "q", "Arn": arn}]
-        )
-
-        def drain() -> list[dict[str, Any]]:
-            out = []
-            while got := sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get(
-                "Messages", []
-            ):
-                for message in got:
-                    out.append(json.loads(message["Body"]))
-                    sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-            return out
-
-        yield drain
+        yield audit_tap(boto3.client("events"), boto3.client("sqs"), "memory-audit-test")
 
 
 def test_the_sweeper_publishes_what_is_left_as_the_auditor(

@@ -12,39 +12,15 @@ import pytest
 from memory_server.audit import EventBridgeSink, publish_request, sweep
 from moto import mock_aws
 
+from tests.support import audit_tap
+
 
 @pytest.fixture
 def bus() -> Any:
     with mock_aws():
         events = boto3.client("events", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
-        events.create_event_bus(Name="memory-audit")
-        queue = sqs.create_queue(QueueName="tap")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        events.put_rule(
-            Name="all",
-            EventBusName="memory-audit",
-            EventPattern=json.dumps({"source": ["memory-server"]}),
-        )
-        events.put_targets(
-            Rule="all", EventBusName="memory-audit", Targets=[{"Id": "q", "Arn": arn}]
-        )
-
-        def drain() -> list[dict[str, Any]]:
-            out = []
-            while True:
-                got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get(
-                    "Messages", []
-                )
-                if not got:
-                    return out
-                for message in got:
-                    out.append(json.loads(message["Body"]))
-                    sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-
-        yield EventBridgeSink(events, "memory-audit"), drain
+        yield EventBridgeSink(events, "memory-audit"), audit_tap(events, sqs, "memory-audit")
 
 
 class FailingSink:

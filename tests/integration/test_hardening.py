@@ -17,43 +17,20 @@ from memory_server.addresses import parse_path_address
 from memory_server.admin import operators
 from memory_server.caller import Deadline
 from memory_server.contexts import parse_context
-from memory_server.db import request_settings
 from memory_server.errors import AdminError, ToolError
 from memory_server.models import RememberArgs
 from memory_server.operations import memory_remember
 from memory_server.store import resolve_caller
 
-from tests.support import ALL_SCOPES, table_locked
+from tests.support import (
+    ALL_SCOPES,
+    insert_unguarded_membership,
+    resolve_with_all_scopes,
+    set_caller_settings,
+    table_locked,
+)
 
 NIL = "00000000-0000-0000-0000-000000000000"
-
-
-def _settings(conn: psycopg.Connection, caller: Any) -> None:
-    conn.execute(
-        "SELECT set_config('app.workspace_id', %(workspace_id)s, true),"
-        " set_config('app.principal_id', %(principal_id)s, true),"
-        " set_config('app.grants', %(grants)s, true),"
-        " set_config('app.contexts', %(contexts)s, true),"
-        " set_config('app.personal', %(personal)s, true)",
-        request_settings(caller, Deadline().remaining_ms()),
-    )
-
-
-def _insert_unguarded_membership(owner: psycopg.Connection, workspace: Any, principal: Any) -> None:
-    """A membership row no code path makes any more, made behind every check's back:
-    the trigger that refuses it (migration 0012) is lifted for this one insert."""
-    toggle = (
-        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_trigger WHERE tgname = 'memberships_principal') "
-        "THEN ALTER TABLE memory.memberships {} TRIGGER memberships_principal; END IF; END $$"
-    )
-    with owner.transaction():
-        owner.execute(toggle.format("DISABLE"))
-        owner.execute(
-            "INSERT INTO memory.memberships (workspace_id, principal_id, grants, "
-            "personal_namespace) VALUES (%s, %s, '{read}', false)",
-            (workspace, principal),
-        )
-        owner.execute(toggle.format("ENABLE"))
 
 
 def _count(owner: psycopg.Connection, sql: str, *params: Any) -> int:
@@ -190,7 +167,7 @@ def test_resolution_ignores_revoked_and_foreign_keys_whatever_rows_exist(
         )  # fmt: skip
 
     assert resolves(ws.slug)
-    _insert_unguarded_membership(owner, other.id, principal)
+    insert_unguarded_membership(owner, other.id, principal)
     assert not resolves(other.slug)
     owner.execute("UPDATE memory.principals SET revoked_at = now() WHERE id = %s", (principal,))
     assert not resolves(ws.slug)
@@ -227,14 +204,7 @@ def test_resolution_has_a_statement_timeout(world, store, cluster) -> None:  # t
     with table_locked(cluster.owner_url, "memory.memberships"):
         started = time.monotonic()
         with pytest.raises(ToolError) as failed:
-            resolve_caller(
-                store.db,
-                workspace=ws.slug,
-                subject=alice.subject,
-                scopes=ALL_SCOPES,
-                context=parse_context(None),
-                deadline=Deadline.after(1.0),
-            )
+            resolve_with_all_scopes(store.db, ws.slug, alice.subject, deadline=Deadline.after(1.0))
         elapsed = time.monotonic() - started
     assert failed.value.code == "timeout" and elapsed < 2.5, elapsed
 
@@ -257,7 +227,7 @@ def team(world):  # type: ignore[no-untyped-def]
 def test_a_member_reads_and_marks_only_its_own_audit_rows(cluster, team) -> None:  # type: ignore[no-untyped-def]
     ws, alice, bob, _ = team
     with psycopg.connect(cluster.runtime_url) as conn:
-        _settings(conn, ws.caller(bob))
+        set_caller_settings(conn, ws.caller(bob))
         writers = {w for (w,) in conn.execute("SELECT writer_id FROM memory.audit_outbox")}
         assert writers == {bob.id}
         marked = conn.execute(
@@ -271,7 +241,7 @@ def test_a_member_reads_and_marks_only_its_own_audit_rows(cluster, team) -> None
                 (ws.id, NIL, alice.id),
             )
     with psycopg.connect(cluster.runtime_url) as conn:  # the admin pages the whole trail
-        _settings(conn, ws.caller(alice))
+        set_caller_settings(conn, ws.caller(alice))
         writers = {w for (w,) in conn.execute("SELECT writer_id FROM memory.audit_outbox")}
         assert {alice.id, bob.id} <= writers
 
@@ -279,7 +249,7 @@ def test_a_member_reads_and_marks_only_its_own_audit_rows(cluster, team) -> None
 def test_a_member_sees_only_its_own_memberships(cluster, team) -> None:  # type: ignore[no-untyped-def]
     ws, alice, bob, _ = team
     with psycopg.connect(cluster.runtime_url) as conn:
-        _settings(conn, ws.caller(bob))
+        set_caller_settings(conn, ws.caller(bob))
         assert [p for (p,) in conn.execute("SELECT principal_id FROM memory.memberships")] == [
             bob.id
         ]
@@ -295,7 +265,7 @@ def test_a_member_sees_only_its_own_memberships(cluster, team) -> None:  # type:
         }
         assert handles == {"alice", "bob"}
     with psycopg.connect(cluster.runtime_url) as conn:
-        _settings(conn, ws.caller(alice))
+        set_caller_settings(conn, ws.caller(alice))
         assert conn.execute("SELECT count(*) FROM memory.memberships").fetchone() == (3,)
         assert conn.execute("SELECT count(*) FROM memory.contexts").fetchone() == (1,)
 
@@ -323,7 +293,7 @@ def test_every_row_a_member_writes_names_it_as_the_writer(cluster, team) -> None
     ]
     for sql, params in statements:
         with psycopg.connect(cluster.runtime_url) as conn:
-            _settings(conn, ws.caller(bob))
+            set_caller_settings(conn, ws.caller(bob))
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql, params)
 
@@ -338,14 +308,14 @@ def test_an_admin_setting_adds_only_principals_that_may_join(cluster, world, tea
     owner.execute("DELETE FROM memory.memberships WHERE principal_id = %s", (revoked,))
     for principal in (foreign_key, revoked):
         with psycopg.connect(cluster.runtime_url) as conn:
-            _settings(conn, ws.caller(alice))
+            set_caller_settings(conn, ws.caller(alice))
             with pytest.raises(psycopg.errors.CheckViolation):
                 conn.execute(
                     "INSERT INTO memory.memberships VALUES (%s, %s, '{read}', false)",
                     (ws.id, principal),
                 )
     with psycopg.connect(cluster.runtime_url) as conn:  # a plain identity may join
-        _settings(conn, ws.caller(alice))
+        set_caller_settings(conn, ws.caller(alice))
         conn.execute(
             "INSERT INTO memory.memberships VALUES (%s, %s, '{read}', true)", (ws.id, dropped.id)
         )

@@ -18,6 +18,11 @@ def error_of(call, **kwargs) -> ToolError:  # type: ignore[no-untyped-def]
     return caught.value
 
 
+def error_code(call, **kwargs) -> str:  # type: ignore[no-untyped-def]
+    """The code of the tool error ``call(**kwargs)`` must raise."""
+    return error_of(call, **kwargs).code
+
+
 def test_write_read_replace_and_history(world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
     alice = ws.agent(ws.person("alice"))
@@ -72,7 +77,7 @@ def test_read_windows_cut_on_character_boundaries(world) -> None:  # type: ignor
         offset = page["next_offset"]
         assert page["truncated"] == (offset is not None)
     assert collected == text
-    assert error_of(alice.read, uri="memory://me/notes/u.md", offset=1).code == "invalid_argument"
+    assert error_code(alice.read, uri="memory://me/notes/u.md", offset=1) == "invalid_argument"
 
 
 def test_list_pages_with_bound_cursors(world) -> None:  # type: ignore[no-untyped-def]
@@ -94,9 +99,9 @@ def test_list_pages_with_bound_cursors(world) -> None:  # type: ignore[no-untype
         if cursor is None:
             break
         # Another caller cannot use it; neither can the same caller from another context.
-        assert error_of(bob.list, limit=3, cursor=cursor).code == "invalid_argument"
+        assert error_code(bob.list, limit=3, cursor=cursor) == "invalid_argument"
         assert (
-            error_of(ws.agent(alice_p, "channel:eng").list, limit=3, cursor=cursor).code
+            error_code(ws.agent(alice_p, "channel:eng").list, limit=3, cursor=cursor)
             == "invalid_argument"
         )
     assert len(seen) == 8 and len(set(seen)) == 8
@@ -124,7 +129,7 @@ def test_move_keeps_id_and_refuses_taken_paths(world) -> None:  # type: ignore[n
         expected_revision=1,
     )
     assert moved == {"uri": "memory://workspace/notes/c.md", "id": a["id"], "revision": 2}
-    assert error_of(alice.read, uri="memory://workspace/notes/a.md").code == "not_found"
+    assert error_code(alice.read, uri="memory://workspace/notes/a.md") == "not_found"
     history = alice.read(uri="memory://workspace/notes/c.md", history=True)["history"]
     assert (
         history[0]["operation"] == "move" and history[1]["uri"] == "memory://workspace/notes/a.md"
@@ -137,12 +142,12 @@ def test_delete_purges_bodies_and_keeps_who_and_when(world, owner) -> None:  # t
     a = alice.write(uri="memory://workspace/notes/a.md", content="secret v1", expected_revision=0)
     alice.write(uri="memory://workspace/notes/a.md", content="secret v2", expected_revision=1)
     assert (
-        error_of(alice.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code
+        error_code(alice.delete, uri="memory://workspace/notes/a.md", expected_revision=1)
         == "revision_conflict"
     )
     gone = alice.delete(uri="memory://workspace/notes/a.md", expected_revision=2)
     assert gone == {"uri": "memory://workspace/notes/a.md", "id": a["id"], "deleted_revision": 2}
-    assert error_of(alice.read, uri=f"memory://record/{a['id']}/revisions/1").code == "not_found"
+    assert error_code(alice.read, uri=f"memory://record/{a['id']}/revisions/1") == "not_found"
     rows = owner.execute(
         "SELECT revision, operation, body, title FROM memory.revisions WHERE memory_id = %s ORDER BY revision",
         (a["id"],),
@@ -170,41 +175,41 @@ def test_grants_are_enforced_by_the_operations(world) -> None:  # type: ignore[n
     readonly_alice = ws.agent(alice.caller and ws.person("alice2"), scopes=["memory/read"])
     for agent in (reader, readonly_alice):
         assert (
-            error_of(
+            error_code(
                 agent.write, uri="memory://workspace/notes/a.md", content="x", expected_revision=1
-            ).code
+            )
             == "permission_denied"
         )
         assert (
-            error_of(agent.delete, uri="memory://workspace/notes/a.md", expected_revision=1).code
+            error_code(agent.delete, uri="memory://workspace/notes/a.md", expected_revision=1)
             == "permission_denied"
         )
         assert (
-            error_of(
+            error_code(
                 agent.move,
                 uri=f"memory://record/{made['id']}",
                 new_uri="memory://workspace/notes/z.md",
                 expected_revision=1,
-            ).code
+            )
             == "permission_denied"
         )
         assert (
-            error_of(
+            error_code(
                 agent.remember,
                 uri="memory://workspace/notes/a.md",
                 fact="x",
                 idempotency_key="k-12345678",
-            ).code
+            )
             == "permission_denied"
         )
         assert (
-            error_of(
+            error_code(
                 agent.write, uri="memory://workspace/notes/new.md", content="x", expected_revision=0
-            ).code
+            )
             == "permission_denied"
         )
     # A service has no personal namespace unless assigned one.
-    assert error_of(reader.read, uri="memory://me/notes/a.md").code == "not_found"
+    assert error_code(reader.read, uri="memory://me/notes/a.md") == "not_found"
     assert alice.read(uri="memory://workspace/notes/a.md")["revision"] == 1
 
 
@@ -223,38 +228,36 @@ def test_bad_input_names_the_rule(world) -> None:  # type: ignore[no-untyped-def
     for uri, rule in cases.items():
         err = error_of(alice.write, uri=uri, content="x", expected_revision=0)
         assert err.code == "invalid_argument" and rule in err.message, (uri, err.message)
-    assert error_of(
+    assert error_code(
         alice.write, uri="memory://me/notes/a.md", content="x" * 70000, expected_revision=0
-    ).code in ("invalid_argument", "too_large")
+    ) in ("invalid_argument", "too_large")
     assert (
-        error_of(
+        error_code(
             alice.write, uri="memory://me/notes/a.md", content="é" * 40000, expected_revision=0
-        ).code
+        )
         == "too_large"
     )
     assert (
-        error_of(
-            alice.write, uri="memory://me/notes/a.md", content="a\x00b", expected_revision=0
-        ).code
+        error_code(alice.write, uri="memory://me/notes/a.md", content="a\x00b", expected_revision=0)
         == "invalid_argument"
     )
     assert (
-        error_of(
+        error_code(
             alice.write, uri="memory://me/notes/a.md", content="x", expected_revision=0, owner="bob"
-        ).code
+        )
         == "invalid_argument"
     )
     assert (
-        error_of(alice.write, uri="memory://me/notes/a.md", content="x", expected_revision="0").code
+        error_code(alice.write, uri="memory://me/notes/a.md", content="x", expected_revision="0")
         == "invalid_argument"
     )
     assert (
-        error_of(
+        error_code(
             alice.write,
             uri="memory://workspace/skills/tool/SKILL.md",
             content="no front matter",
             expected_revision=0,
-        ).code
+        )
         == "invalid_argument"
     )
     skill = "---\nname: tool\ndescription: Does a thing\n---\nSteps."

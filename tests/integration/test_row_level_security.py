@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from memory_server.caller import Deadline
-from memory_server.db import request_settings
+
+from tests.support import set_caller_settings
 
 TENANT_TABLES = [
     "workspaces",
@@ -22,17 +22,6 @@ TENANT_TABLES = [
 
 def runtime(cluster, autocommit: bool = False) -> psycopg.Connection:  # type: ignore[no-untyped-def]
     return psycopg.connect(cluster.runtime_url, autocommit=autocommit)
-
-
-def set_as(conn: psycopg.Connection, caller) -> None:  # type: ignore[no-untyped-def]
-    conn.execute(
-        "SELECT set_config('app.workspace_id', %(workspace_id)s, true),"
-        " set_config('app.principal_id', %(principal_id)s, true),"
-        " set_config('app.grants', %(grants)s, true),"
-        " set_config('app.contexts', %(contexts)s, true),"
-        " set_config('app.personal', %(personal)s, true)",
-        request_settings(caller, Deadline().remaining_ms()),
-    )
 
 
 @pytest.fixture
@@ -102,7 +91,7 @@ def test_no_settings_sees_nothing(cluster, two_tenants) -> None:  # type: ignore
             assert conn.execute(f"SELECT count(*) FROM memory.{table}").fetchone() == (0,), table
         # A transaction that set them and ended leaves nothing behind either.
         with conn.transaction():
-            set_as(conn, two_tenants[0].caller)
+            set_caller_settings(conn, two_tenants[0].caller)
             assert conn.execute("SELECT count(*) FROM memory.memories").fetchone()[0] > 0
         assert conn.execute("SELECT count(*) FROM memory.memories").fetchone() == (0,)
 
@@ -111,7 +100,7 @@ def test_workspace_a_settings_see_and_change_nothing_of_b(cluster, two_tenants) 
     agent_a, agent_b = two_tenants
     b_id = agent_b.caller.workspace_id
     with runtime(cluster) as conn:
-        set_as(conn, agent_a.caller)
+        set_caller_settings(conn, agent_a.caller)
         for table in TENANT_TABLES:
             column = "id" if table == "workspaces" else "workspace_id"
             if table == "principals":
@@ -149,7 +138,7 @@ def test_workspace_a_settings_see_and_change_nothing_of_b(cluster, two_tenants) 
             )
         conn.rollback()
         # Within A, only A's shared records and alice's own personal ones are visible.
-        set_as(conn, agent_a.caller)
+        set_caller_settings(conn, agent_a.caller)
         owners = {r[0] for r in conn.execute("SELECT owner_id FROM memory.memories").fetchall()}
         assert owners <= {agent_a.caller.principal_id, *agent_a.caller.visible_owners()}
     with psycopg.connect(cluster.owner_url) as owner:
@@ -164,7 +153,7 @@ def test_rls_alone_hides_other_members_personal_records(cluster, world) -> None:
     alice, bob = ws.agent(ws.person("alice")), ws.agent(ws.person("bob"))
     alice.write(uri="memory://me/notes/diary.md", content="alice only", expected_revision=0)
     with runtime(cluster) as conn:
-        set_as(conn, bob.caller)
+        set_caller_settings(conn, bob.caller)
         assert conn.execute(
             "SELECT count(*) FROM memory.memories WHERE body = 'alice only'"
         ).fetchone() == (0,)

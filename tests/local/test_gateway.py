@@ -167,18 +167,18 @@ def _tokens(issuer: LocalIssuer, local_aws: LocalAws, tmp_path: Path) -> dict[st
     )
     other_private = other._key  # signs with another key under the real kid
     now = int(time.time())
+
+    def signed(claims: dict[str, Any]) -> str:
+        """``claims`` signed with the issuer's own key, under its kid."""
+        return jwt.encode(claims, issuer._key, algorithm="RS256", headers={"kid": issuer.kid})
+
     return {
         "malformed": "not-a-jwt",
         "garbage segments": "aaa.bbb.ccc",
         "expired": issuer.issue_access_token(
             sub="x", client_id=people, scopes=scopes, ttl_s=-(TOKEN_LEEWAY_S + 5)
         ),
-        "not yet valid": jwt.encode(
-            {**forged_claims, "nbf": now + 600},
-            issuer._key,
-            algorithm="RS256",
-            headers={"kid": issuer.kid},
-        ),
+        "not yet valid": signed({**forged_claims, "nbf": now + 600}),
         "issued in the future": issuer.issue_access_token(
             sub="x", client_id=people, scopes=scopes, issued_at=now + 600
         ),
@@ -187,18 +187,8 @@ def _tokens(issuer: LocalIssuer, local_aws: LocalAws, tmp_path: Path) -> dict[st
             forged_claims, other_private, algorithm="RS256", headers={"kid": issuer.kid}
         ),
         "alg none": jwt.encode(forged_claims, None, algorithm="none", headers={"kid": issuer.kid}),
-        "an ID token": jwt.encode(
-            {**forged_claims, "token_use": "id", "aud": people},
-            issuer._key,
-            algorithm="RS256",
-            headers={"kid": issuer.kid},
-        ),
-        "no client_id": jwt.encode(
-            {k: v for k, v in forged_claims.items() if k != "client_id"},
-            issuer._key,
-            algorithm="RS256",
-            headers={"kid": issuer.kid},
-        ),
+        "an ID token": signed({**forged_claims, "token_use": "id", "aud": people}),
+        "no client_id": signed({k: v for k, v in forged_claims.items() if k != "client_id"}),
         "HS256 with the public key": jwt.api_jws.PyJWS().encode(
             json.dumps(forged_claims).encode(),
             b"a-shared-secret-of-thirty-two-bytes",
@@ -208,18 +198,8 @@ def _tokens(issuer: LocalIssuer, local_aws: LocalAws, tmp_path: Path) -> dict[st
         "wrong issuer": LocalIssuer(
             tmp_path / "other.pem", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_other"
         ).issue_access_token(sub="x", client_id=people, scopes=scopes),
-        "wrong issuer, right key": jwt.encode(
-            {**forged_claims, "iss": "https://evil.example"},
-            issuer._key,
-            algorithm="RS256",
-            headers={"kid": issuer.kid},
-        ),
-        "no exp": jwt.encode(
-            {k: v for k, v in forged_claims.items() if k != "exp"},
-            issuer._key,
-            algorithm="RS256",
-            headers={"kid": issuer.kid},
-        ),
+        "wrong issuer, right key": signed({**forged_claims, "iss": "https://evil.example"}),
+        "no exp": signed({k: v for k, v in forged_claims.items() if k != "exp"}),
     }
 
 

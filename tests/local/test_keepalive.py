@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from memory_local.gateway import ApiGateway
 
-from tests.kept_alive import KeptAlive, median, timed_ms
+from bench.timing import durations_ms
+from tests.kept_alive import KeptAlive, median
 
 
 def test_one_kept_alive_client_is_not_held_back(gateway: ApiGateway) -> None:
     client = KeptAlive(gateway.resource_metadata_url("acme"))
     try:
         assert client.request()[0] == 200  # warm
-        samples = timed_ms(60, lambda: client.request())
+        samples = durations_ms(lambda: client.request(), 60)
     finally:
         client.close()
     assert client.connections == 1
@@ -29,7 +30,7 @@ def test_a_post_with_a_body_is_not_held_back(gateway: ApiGateway, alice_token: s
     client = KeptAlive(gateway.mcp_url("acme"), {"Authorization": f"Bearer {alice_token}"})
     try:
         assert client.request("POST", b'{"jsonrpc":"2.0","id":1}')[0] == 200
-        samples = timed_ms(60, lambda: client.request("POST", b'{"jsonrpc":"2.0","id":1}'))
+        samples = durations_ms(lambda: client.request("POST", b'{"jsonrpc":"2.0","id":1}'), 60)
     finally:
         client.close()
     assert median(samples) < 10, f"p50 {median(samples):.1f} ms on one kept-alive connection"

@@ -82,6 +82,22 @@ def redirected(response: Response) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
 
 
+def alice_code(gateway: ApiGateway, client_id: str, challenge: str) -> str:
+    """The code an authorization request (PKCE S256, no scope or resource) redirects
+    with, alice signed in by ``login_hint``."""
+    return redirected(
+        authorize(
+            gateway,
+            response_type="code",
+            client_id=client_id,
+            redirect_uri=REDIRECT,
+            code_challenge=challenge,
+            code_challenge_method="S256",
+            login_hint="alice",
+        )
+    )["code"]
+
+
 def token(gateway: ApiGateway, **form: str) -> Response:
     return request(
         gateway.url, "POST", "/oauth2/token", headers=[FORM], body=urlencode(form).encode()
@@ -173,17 +189,7 @@ def test_code_exchange_checks(signin: ApiGateway) -> None:
     verifier, challenge = pkce()
 
     def fresh_code() -> str:
-        return redirected(
-            authorize(
-                signin,
-                response_type="code",
-                client_id=client["client_id"],
-                redirect_uri=REDIRECT,
-                code_challenge=challenge,
-                code_challenge_method="S256",
-                login_hint="alice",
-            )
-        )["code"]
+        return alice_code(signin, client["client_id"], challenge)
 
     base = dict(
         grant_type="authorization_code",
@@ -286,17 +292,7 @@ def test_codes_expire(
 ) -> None:
     client = registered(signin)
     verifier, challenge = pkce()
-    code = redirected(
-        authorize(
-            signin,
-            response_type="code",
-            client_id=client["client_id"],
-            redirect_uri=REDIRECT,
-            code_challenge=challenge,
-            code_challenge_method="S256",
-            login_hint="alice",
-        )
-    )["code"]
+    code = alice_code(signin, client["client_id"], challenge)
     later = time.time() + 301
     monkeypatch.setattr("memory_local.tokens.time.time", lambda: later)
     response = token(

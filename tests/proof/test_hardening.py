@@ -24,6 +24,7 @@ from memory_local.dev import DevStack
 from memory_server.admin import operators
 
 from tests.proof.support import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
+from tests.support import insert_unguarded_membership
 
 ALL_SCOPES = [
     "memory/read",
@@ -100,6 +101,12 @@ class Tenant:
         code = structured["error"]["code"] if result["isError"] else None
         return structured, code
 
+    def succeeds(self, token: str, tool: str, **kwargs: Any) -> dict[str, Any]:
+        """The structured result of a tool call that must succeed."""
+        structured, code = self.tool(token, tool, **kwargs)
+        assert code is None, structured
+        return structured
+
     def admin(self, token: str) -> httpx2.Client:
         return httpx2.Client(
             base_url=f"{self.api}/w/{self.slug}/admin",
@@ -133,23 +140,6 @@ def tenant(stack: DevStack, inspector: Inspector, run_id: str) -> Iterator[Tenan
     yield Tenant(stack, owner, slug, workspace_id, alice, bob)
 
 
-def _insert_unguarded_membership(owner: psycopg.Connection, workspace: Any, principal: Any) -> None:
-    """A membership row no code path makes any more, made behind every check's back:
-    the trigger that refuses it (migration 0012) is lifted for this one insert."""
-    toggle = (
-        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_trigger WHERE tgname = 'memberships_principal') "
-        "THEN ALTER TABLE memory.memberships {} TRIGGER memberships_principal; END IF; END $$"
-    )
-    with owner.transaction():
-        owner.execute(toggle.format("DISABLE"))
-        owner.execute(
-            "INSERT INTO memory.memberships (workspace_id, principal_id, grants, "
-            "personal_namespace) VALUES (%s, %s, '{read}', false)",
-            (workspace, principal),
-        )
-        owner.execute(toggle.format("ENABLE"))
-
-
 def _rows(owner: psycopg.Connection, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     return owner.execute(sql, params).fetchall()
 
@@ -167,7 +157,7 @@ def test_admins_and_the_audit_bus_never_see_personal_or_private_record_names(
     secret_source = f"recruiter-call-{tag}"
     inspector.settle_audit()
 
-    made, code = t.tool(
+    made = t.succeeds(
         bob,
         "memory_write",
         uri=personal,
@@ -175,16 +165,14 @@ def test_admins_and_the_audit_bus_never_see_personal_or_private_record_names(
         expected_revision=0,
         source=secret_source,
     )
-    assert code is None, made
-    moved, code = t.tool(
+    t.succeeds(
         bob,
         "memory_move",
         uri=personal,
         expected_revision=1,
         new_uri=f"memory://me/notes/accepted-{tag}.md",
     )
-    assert code is None, moved
-    _, code = t.tool(
+    t.succeeds(
         bob,
         "memory_remember",
         uri=f"memory://me/memories/salary-{tag}.md",
@@ -192,16 +180,14 @@ def test_admins_and_the_audit_bus_never_see_personal_or_private_record_names(
         idempotency_key=f"key-{tag}-0001",
         source=secret_source,
     )
-    assert code is None
-    _, code = t.tool(
+    t.succeeds(
         bob, "memory_delete", uri=f"memory://me/notes/accepted-{tag}.md", expected_revision=2
     )
-    assert code is None
     # A private channel alice is not in, and a thread under it.
     operators.register_context(
         t.owner, t.workspace_id, f"channel:hush-{tag}", [uuid.UUID(t.bob.principal_id)]
     )
-    hushed, code = t.tool(
+    hushed = t.succeeds(
         bob,
         "memory_write",
         context=f"channel:hush-{tag}/thread:t1",
@@ -210,9 +196,8 @@ def test_admins_and_the_audit_bus_never_see_personal_or_private_record_names(
         expected_revision=0,
         source=secret_source,
     )
-    assert code is None, hushed
     # The positive control: a shared record in an open context keeps its address.
-    _, code = t.tool(
+    t.succeeds(
         bob,
         "memory_write",
         uri=f"memory://workspace/notes/menu-{tag}.md",
@@ -220,7 +205,6 @@ def test_admins_and_the_audit_bus_never_see_personal_or_private_record_names(
         expected_revision=0,
         source="kitchen",
     )
-    assert code is None
 
     with t.admin(t.token(t.alice)) as admin:
         page = admin.get("/audit", params={"limit": 50})
@@ -346,17 +330,15 @@ def test_a_very_long_word_is_stored_and_the_record_is_found(tenant: Tenant) -> N
     long_word = "q" + "z" * 2039  # 2,040 characters: a lexeme, too long beside the cell
     # (Longer than a query may be, so it is looked for by the other words.)
     body = f"# Notes {tag}\nmarker{tag} before {long_word} after\n"
-    made, code = t.tool(
+    made = t.succeeds(
         token,
         "memory_write",
         uri=f"memory://workspace/notes/long-{tag}.md",
         content=body,
         expected_revision=0,
     )
-    assert code is None, made
     for query in (f"marker{tag}", f"marker{tag} after"):
-        found, code = t.tool(token, "memory_search", query=query)
-        assert code is None, found
+        found = t.succeeds(token, "memory_search", query=query)
         assert made["id"] in [hit["id"] for hit in found["hits"]], query
     replaced, code = t.tool(
         token,
@@ -369,16 +351,14 @@ def test_a_very_long_word_is_stored_and_the_record_is_found(tenant: Tenant) -> N
     # A query word that long (510 four-byte letters, 2,040 bytes, within the query
     # limit) is cut to fit as well, and finds the record holding it.
     wide = "\U00020000" * 510
-    held, code = t.tool(
+    held = t.succeeds(
         token,
         "memory_write",
         uri=f"memory://workspace/notes/wide-{tag}.md",
         content=f"{wide} wide{tag}",
         expected_revision=0,
     )
-    assert code is None, held
-    found, code = t.tool(token, "memory_search", query=wide)
-    assert code is None, found
+    found = t.succeeds(token, "memory_search", query=wide)
     assert held["id"] in [hit["id"] for hit in found["hits"]]
 
 
@@ -452,7 +432,7 @@ def test_revoked_or_foreign_agent_keys_reach_nothing_whatever_the_membership_row
     # Another workspace holds a membership row for the key.
     other = f"hard2-{run_id}-{tag}"
     other_id = operators.ensure_workspace(t.owner, other, memory_enabled=True)
-    _insert_unguarded_membership(t.owner, other_id, principal)
+    insert_unguarded_membership(t.owner, other_id, principal)
     assert t.mcp(bot, "memory_list", slug=other).status_code == 404
     # Revoked with its membership row left in place (as a failed revocation would).
     t.owner.execute("UPDATE memory.principals SET revoked_at = now() WHERE id = %s", (principal,))

@@ -21,6 +21,8 @@ from memory_server.addresses import (
 )
 from memory_server.errors import ToolError
 
+from tests.unit.support import refusal_message
+
 segment_chars = st.characters(categories=["Lu", "Ll", "Lo", "Nd"]) | st.sampled_from("._-")
 segments = st.text(segment_chars, min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
 paths = (
@@ -90,10 +92,8 @@ def test_anything_accepted_is_canonical_and_contained(raw: str) -> None:
     ],
 )
 def test_non_canonical_addresses_are_rejected_with_the_rule(uri: str, rule: str) -> None:
-    with pytest.raises(ToolError) as caught:
-        parse_address(uri)
-    assert caught.value.code == "invalid_argument"
-    assert rule in caught.value.message, caught.value.message
+    message = refusal_message(parse_address, uri)
+    assert rule in message, message
 
 
 def test_record_and_revision_addresses() -> None:
@@ -119,24 +119,17 @@ def test_prefixes_end_at_segment_boundaries() -> None:
 # -- boundaries, the address kinds, and prefixes in detail ---------------------------
 
 
-def _refused(call, *args) -> str:  # type: ignore[no-untyped-def]
-    with pytest.raises(ToolError) as caught:
-        call(*args)
-    assert caught.value.code == "invalid_argument"
-    return caught.value.message
-
-
 def test_limits_are_inclusive() -> None:
     eight = "/".join(["a"] * 7 + ["b.md"])
     assert parse_path(eight) == eight
-    assert "more than 8 segments" in _refused(parse_path, "a/" + eight)
+    assert "more than 8 segments" in refusal_message(parse_path, "a/" + eight)
     long_segment = "a" * 64
     assert parse_path(f"{long_segment}/b.md") == f"{long_segment}/b.md"
-    assert "longer than 64" in _refused(parse_path, f"a{long_segment}/b.md")
+    assert "longer than 64" in refusal_message(parse_path, f"a{long_segment}/b.md")
     # 84 + 84 + 80 bytes of two-byte characters, three slashes, a 5-byte file name.
     path = "/".join(["é" * 42, "é" * 42, "é" * 40, "xy.md"])
     assert len(path.encode()) == 256 and parse_path(path) == path
-    assert "256 UTF-8 bytes" in _refused(parse_path, "x" + path)
+    assert "256 UTF-8 bytes" in refusal_message(parse_path, "x" + path)
 
 
 @pytest.mark.parametrize(
@@ -159,7 +152,7 @@ def test_limits_are_inclusive() -> None:
     ],
 )
 def test_path_rules_name_what_is_wrong(path: str, rule: str) -> None:
-    assert rule in _refused(parse_path, path)
+    assert rule in refusal_message(parse_path, path)
 
 
 def test_accepted_paths_keep_their_spelling() -> None:
@@ -173,14 +166,16 @@ def test_accepted_paths_keep_their_spelling() -> None:
     ):
         assert parse_path(path) == path
     assert parse_path("a.md", what="new_uri path") == "a.md"
-    assert _refused(lambda: parse_path("a//b.md", what="new_uri path")).startswith("new_uri path")
+    assert refusal_message(lambda: parse_path("a//b.md", what="new_uri path")).startswith(
+        "new_uri path"
+    )
 
 
 def test_skills_need_a_folder_and_other_kinds_do_not() -> None:
     skill = parse_address("memory://me/skills/review/SKILL.md")
     assert skill == RecordAddress("me", "skills", "review/SKILL.md")
     assert parse_address("memory://me/memories/top.md") == RecordAddress("me", "memories", "top.md")
-    assert "skills live in a folder" in _refused(parse_address, "memory://me/skills/x.md")
+    assert "skills live in a folder" in refusal_message(parse_address, "memory://me/skills/x.md")
 
 
 @pytest.mark.parametrize(
@@ -207,11 +202,11 @@ def test_malformed_addresses(uri: object, rule: str) -> None:
     if isinstance(uri, str):
         uri = uri.replace("{id}", rid)
         rule = rule.replace("{{id}}", "{id}")
-    assert rule in _refused(parse_address, uri)
+    assert rule in refusal_message(parse_address, uri)
 
 
 def test_the_name_of_the_argument_is_in_the_message() -> None:
-    assert _refused(lambda: parse_address("x", what="new_uri")) == (
+    assert refusal_message(lambda: parse_address("x", what="new_uri")) == (
         "new_uri must start with memory://"
     )
 
@@ -229,11 +224,11 @@ def test_revisions_are_read_only_and_ids_are_not_paths() -> None:
     rid = uuid.uuid4()
     assert parse_record_address(f"memory://record/{rid}") == IdAddress(rid)
     assert parse_record_address("memory://me/notes/a.md") == RecordAddress("me", "notes", "a.md")
-    message = _refused(parse_record_address, f"memory://record/{rid}/revisions/2")
+    message = refusal_message(parse_record_address, f"memory://record/{rid}/revisions/2")
     assert message == "uri names a revision, which is read-only"
     assert parse_path_address("memory://workspace/notes/a.md").namespace == "workspace"
     for uri in (f"memory://record/{rid}", f"memory://record/{rid}/revisions/2"):
-        message = _refused(parse_path_address, uri)
+        message = refusal_message(parse_path_address, uri)
         assert message == "uri must be a memory://me/… or memory://workspace/… path"
 
 
@@ -243,7 +238,7 @@ def test_prefix_forms() -> None:
     assert parse_prefix("memory://workspace/notes/") == Prefix("workspace", "notes", "")
     seven = "memory://me/notes/" + "a/" * 7
     assert parse_prefix(seven).folder == "a/" * 7
-    assert "more than 7 folder segments" in _refused(parse_prefix, seven + "a/")
+    assert "more than 7 folder segments" in refusal_message(parse_prefix, seven + "a/")
 
 
 @pytest.mark.parametrize(
@@ -262,4 +257,4 @@ def test_prefix_forms() -> None:
     ],
 )
 def test_prefix_rules(prefix: object, rule: str) -> None:
-    assert rule in _refused(parse_prefix, prefix)
+    assert rule in refusal_message(parse_prefix, prefix)

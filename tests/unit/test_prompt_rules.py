@@ -4,7 +4,6 @@ arguments, what a typed prefix may be, and the budget fit of protocol results.""
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import pytest
@@ -12,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memory_server.addresses import RecordAddress, parse_path
 from memory_server.budget import fit_leading
-from memory_server.caller import Caller, Deadline
-from memory_server.contexts import parse_context
+from memory_server.caller import Deadline
 from memory_server.errors import ToolError
 from memory_server.operations.completions import could_be_path
 from memory_server.operations.skills import prompt_name, skill_address
@@ -22,6 +20,8 @@ from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import CallContext
 from memory_server.records import check_content, skill_arguments, split_front_matter
 from memory_server.store import Store
+
+from tests.unit.support import alice_caller
 
 SKILL = RecordAddress("workspace", "skills", "deploy/SKILL.md")
 
@@ -131,24 +131,11 @@ def test_fit_leading_sends_as_many_items_as_the_limit_allows() -> None:
     assert fit_leading(50, size) == 50
 
 
-def caller() -> Caller:
-    return Caller(
-        workspace_id=uuid.uuid4(),
-        workspace="acme",
-        principal_id=uuid.uuid4(),
-        principal_kind="person",
-        handle="alice",
-        grants=frozenset({"read"}),
-        context=parse_context(None),
-        personal_namespace=True,
-    )
-
-
 def complete(params: dict[str, Any]) -> dict[str, Any]:
     # No database: any completion that reached it would fail loudly.
     store = Store(db=None, cursor_secret=b"s" * 32)  # type: ignore[arg-type]
     request = Request(1, "completion/complete", params, "2025-11-25", False, {})
-    return completions.complete(store, request, CallContext(caller(), Deadline()))
+    return completions.complete(store, request, CallContext(alice_caller("read"), Deadline()))
 
 
 @pytest.mark.parametrize(

@@ -4,14 +4,12 @@ exact wire sizer the budgets are measured with."""
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_server.caller import Caller, Deadline
-from memory_server.contexts import parse_context
 from memory_server.errors import RpcError, ToolError
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import (
@@ -25,20 +23,9 @@ from memory_server.protocol.tools import (
 )
 from memory_server.store import Store
 
+from tests.unit.support import alice_caller
+
 MODERN = "2026-07-28"
-
-
-def caller(*grants: str) -> Caller:
-    return Caller(
-        workspace_id=uuid.uuid4(),
-        workspace="acme",
-        principal_id=uuid.uuid4(),
-        principal_kind="person",
-        handle="alice",
-        grants=frozenset(grants),  # type: ignore[arg-type]
-        context=parse_context(None),
-        personal_namespace=True,
-    )
 
 
 def table(observed: list[tuple[str, str | None]] | None = None) -> ToolTable:
@@ -86,7 +73,7 @@ def test_every_definition_is_closed_and_annotated() -> None:
 )
 def test_tools_list_follows_grants(grants: set[str], visible: set[str]) -> None:
     request = Request(1, "tools/list", {}, MODERN, True, {})
-    listed = table().list_tools(request, CallContext(caller(*grants), Deadline()))
+    listed = table().list_tools(request, CallContext(alice_caller(*grants), Deadline()))
     assert {tool["name"] for tool in listed["tools"]} == visible
     assert listed["cacheScope"] == "private"
 
@@ -94,17 +81,17 @@ def test_tools_list_follows_grants(grants: set[str], visible: set[str]) -> None:
 def test_unknown_tool_and_malformed_params_are_protocol_errors() -> None:
     tools = table()
     with pytest.raises(RpcError) as unknown:
-        call(tools, "memory_nope", {}, caller("read"))
+        call(tools, "memory_nope", {}, alice_caller("read"))
     assert unknown.value.rpc_code == -32602
     request = Request(1, "tools/call", {"name": 5}, "2025-06-18", False, {})
     with pytest.raises(RpcError):
-        tools.call_tool(request, CallContext(caller("read"), Deadline()))
+        tools.call_tool(request, CallContext(alice_caller("read"), Deadline()))
 
 
 def test_invalid_arguments_are_a_tool_error_naming_the_rule_and_are_observed() -> None:
     observed: list[tuple[str, str | None]] = []
     result, changed = call(
-        table(observed), "memory_search", {"query": "x", "limit": 9}, caller("read")
+        table(observed), "memory_search", {"query": "x", "limit": 9}, alice_caller("read")
     )
     assert result["isError"] is True and changed is False
     error = result["structuredContent"]["error"]
@@ -127,7 +114,7 @@ def test_a_successful_change_marks_the_request_changed_and_a_read_does_not() -> 
 
     tools.rows["memory_write"] = Tool(TOOLS["memory_write"], fake_write)
     tools.rows["memory_read"] = Tool(TOOLS["memory_read"], fake_read)
-    who = caller("read", "write:shared")
+    who = alice_caller("read", "write:shared")
     uri = "memory://workspace/notes/a.md"
     result, changed = call(
         tools, "memory_write", {"uri": uri, "content": "x", "expected_revision": 0}, who
@@ -151,7 +138,7 @@ def test_a_failed_change_does_not_mark_the_request_changed() -> None:
         tools,
         "memory_delete",
         {"uri": "memory://workspace/notes/a.md", "expected_revision": 1},
-        caller("delete", "write:shared"),
+        alice_caller("delete", "write:shared"),
     )
     assert changed is False
     assert result["structuredContent"]["error"] == {
@@ -171,7 +158,7 @@ def test_remember_is_bound_to_the_guard_given_at_start_up() -> None:
 
     tools = ToolTable(store, remember=guarded)
     arguments = {"uri": "memory://me/memories/a.md", "fact": "f", "idempotency_key": "key-0001"}
-    result = tools.run("memory_remember", caller("write:personal"), arguments, Deadline())
+    result = tools.run("memory_remember", alice_caller("write:personal"), arguments, Deadline())
     assert result["merged"] is True and calls == ["key-0001"]
 
 

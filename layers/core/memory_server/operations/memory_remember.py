@@ -124,23 +124,13 @@ def _remember_once(conn: Connection, caller: Caller, checked: Remembering) -> di
         )
         if row is None:
             raise _Retry()  # another writer created it first: merge into theirs
-        result = {
-            "uri": address.uri,
-            "id": str(row["id"]),
-            "revision": row["revision"],
-            "merged": True,
-        }
+        result = _remembered(address, row["id"], row["revision"], merged=True)
     else:
         locked = sql_files.one(conn, "lock_record", {**view(caller), "id": current["id"]})
         if locked is None:
             raise _Retry()  # deleted or moved away meanwhile
         if _contains_fact(locked["body"], fact):
-            result = {
-                "uri": address.uri,
-                "id": str(current["id"]),
-                "revision": locked["revision"],
-                "merged": False,
-            }
+            result = _remembered(address, current["id"], locked["revision"], merged=False)
         else:
             body = locked["body"]
             if body and not body.endswith("\n"):
@@ -160,14 +150,16 @@ def _remember_once(conn: Connection, caller: Caller, checked: Remembering) -> di
                 )
             except UniqueViolation:
                 raise _Retry() from None
-            result = {
-                "uri": address.uri,
-                "id": str(row["id"]),
-                "revision": row["revision"],
-                "merged": True,
-            }
+            result = _remembered(address, row["id"], row["revision"], merged=True)
     sql_files.run(conn, "store_idempotency_result", {**params, "result": Jsonb(result)})
     return {**result, "replayed": False}
+
+
+def _remembered(
+    address: RecordAddress, record_id: Any, revision: int, *, merged: bool
+) -> dict[str, Any]:
+    """The result of a merge (stored under the key, replayed by a retry)."""
+    return {"uri": address.uri, "id": str(record_id), "revision": revision, "merged": merged}
 
 
 def _check_fact(fact: str) -> str:
