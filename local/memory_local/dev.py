@@ -337,6 +337,13 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    # SIGTERM stops the stack as Ctrl-C does. The handler takes no lock: one that set
+    # a threading.Event could run while the main thread held that Event's lock, and
+    # hang the stack for good (seen once).
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     # MEMORY_DEV_DIR: another data directory (a benchmark's own stack, say).
     root = Path(os.environ.get("MEMORY_DEV_DIR") or ROOT / ".dev")
@@ -351,8 +358,7 @@ def main() -> None:
     # database answer has arrived must not wait the default 5 ms for the interpreter
     # lock while the worker runs a publishing batch (what a write's p95 met).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    stopping = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         info = stack.start()
         endpoint_file = root / "endpoint.json"
@@ -360,11 +366,12 @@ def main() -> None:
             endpoint_file.relative_to(ROOT) if endpoint_file.is_relative_to(ROOT) else endpoint_file
         )
         print(client_instructions(info, str(shown)), flush=True)
-        while not stopping.wait(0.5):
-            pass
+        while True:
+            signal.pause()
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stop short
         print("\n[dev] stopping", flush=True)
         stack.stop()
 
