@@ -48,3 +48,10 @@ def test_changed_or_failing_migrations_stop_cleanly(cluster, tmp_path: Path) -> 
     (folder / "bad name.sql").write_text("SELECT 1;")
     with pytest.raises(MigrationError, match="file names"):
         load_migrations(folder)
+
+
+def test_service_roles_run_without_jit(cluster) -> None:  # type: ignore[no-untyped-def]
+    # Set per role by bootstrap: every session of each role starts with it.
+    for url in (cluster.owner_url, cluster.runtime_url, cluster.auditor_url):
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SHOW jit").fetchone() == ("off",)
