@@ -181,7 +181,7 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _children(parent: int) -> list[int]:
+def child_pids(parent: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -211,8 +211,8 @@ class Stack:
             postmaster = int(pidfile.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        database = _cpu_of(postmaster) + sum(_cpu_of(pid) for pid in _children(postmaster))
-        others = sum(_cpu_of(pid) for pid in _children(self.process.pid) if pid != postmaster)
+        database = _cpu_of(postmaster) + sum(_cpu_of(pid) for pid in child_pids(postmaster))
+        others = sum(_cpu_of(pid) for pid in child_pids(self.process.pid) if pid != postmaster)
         return _cpu_of(self.process.pid), database, others
 
     @property

@@ -14,21 +14,10 @@ from pathlib import Path
 import pytest
 from memory_local.postgres import free_port
 
+from bench.stack_bench import child_pids
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _children(parent: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == parent:
-                found.append(int(entry.name))
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -59,7 +48,7 @@ def test_sigterm_stops_the_stack_and_its_children() -> None:
             assert time.monotonic() < give_up, "the stack did not start"
             time.sleep(0.2)
         postmaster = int((tmp_path / "postgres" / "data" / "postmaster.pid").read_text().split()[0])
-        children = _children(process.pid)
+        children = child_pids(process.pid)
         assert postmaster in children and len(children) >= 2  # PostgreSQL and moto
 
         # Several signals in a row, as an impatient supervisor sends them.
