@@ -7,8 +7,9 @@ Lambda handlers (the MCP function, the Lambda authorizer, the management functio
 the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
 and the audit sweeper on a timer. Ctrl-C stops everything.
 
-Nothing here grows with the requests served. The handler publishes audit events
-after each response from one worker thread with a bounded queue. The audit tap (an
+Nothing here grows with the requests served. The handler's audit events are
+published after each response by a child process with a bounded queue
+(``publishing.ProcessPublisher``). The audit tap (an
 SQS queue on the bus, so tests can read published events back) is off unless
 ``MEMORY_AUDIT_TAP=1``: emulated SQS costs more CPU per event than the whole
 request; when on, it is drained every second into a bounded ring
@@ -50,6 +51,7 @@ from .aws import LocalAws
 from .gateway import ApiGateway
 from .lambdas import LocalLambda
 from .postgres import EmbeddedPostgres
+from .publishing import ProcessPublisher
 from .tokens import LocalIssuer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +108,7 @@ class DevStack:
     app: ModuleType | None = None
     management: Management | None = None
     lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
+    publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
@@ -178,6 +181,11 @@ class DevStack:
             }
         )
         self.app = load_handler_module()
+        # Audit publishing after the response, in a process of its own at the AWS
+        # emulation's priority: in this one it competed with the requests for the
+        # interpreter lock (memory_local.publishing).
+        self.publisher = ProcessPublisher(niceness=AWS_NICENESS)
+        self.app.service.after_response.runner = self.publisher
         # The other two functions, built by their own code from the environment the
         # template gives them; the user pool's endpoints are this gateway's.
         self.management = build_management(
@@ -289,6 +297,8 @@ class DevStack:
         self._stop_sweeper.set()
         if self.gateway is not None:
             self.gateway.stop()
+        if self.publisher is not None:
+            self.publisher.close()
         if self.app is not None:
             self.app.service.db.close()
         if self.aws is not None:
@@ -354,9 +364,9 @@ def main() -> None:
         audit_tap=_flag("MEMORY_AUDIT_TAP"),
         synchronous_commit=not _flag("MEMORY_DEV_ASYNC_COMMIT"),
     )
-    # Requests and the after-response worker share this interpreter: a request whose
-    # database answer has arrived must not wait the default 5 ms for the interpreter
-    # lock while the worker runs a publishing batch (what a write's p95 met).
+    # Requests share this interpreter with the sweeper and the gateway's threads: a
+    # request whose database answer has arrived must not wait the default 5 ms for
+    # the interpreter lock while another thread runs.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -291,10 +291,10 @@ class AfterResponse:
             jobs.append(job)
 
     def wait_idle(self, timeout_s: float = 10.0) -> bool:
-        """For tests and tools: wait until handed-off jobs have run (a worker's)."""
-        if isinstance(self.runner, Worker):
-            return self.runner.wait_idle(timeout_s)
-        return True
+        """For tests and tools: wait until handed-off jobs have run (a runner that
+        runs them later, like a worker, tells when)."""
+        wait: Callable[[float], bool] | None = getattr(self.runner, "wait_idle", None)
+        return wait(timeout_s) if wait is not None else True
 
 
 def for_environment(runtime_api: str | None) -> AfterResponse:
