@@ -202,8 +202,8 @@ class Stack:
 
     def cpu(self) -> tuple[float, float, float] | None:
         """CPU seconds so far of the stack's process, of its PostgreSQL (postmaster
-        and backends) and of its other child processes (the AWS emulation); None for
-        a stack this benchmark did not start (Linux only)."""
+        and backends) and of its other child processes (the AWS emulation and the
+        audit publisher); None for a stack this benchmark did not start (Linux only)."""
         if self.process is None or self.root is None:
             return None
         pidfile = self.root / "postgres" / "data" / "postmaster.pid"
@@ -559,7 +559,7 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"\n### {int(records):,} records\n")
         lines.append(
             "| tool | clients | p50 ms | p95 ms | p99 ms | calls/s | audit delay p50 / p95 ms "
-            "| server CPU ms/call | database CPU ms/call | AWS emulation CPU ms/call |"
+            "| server CPU ms/call | database CPU ms/call | AWS emulation + publisher CPU ms/call |"
         )
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for tool in TOOLS:
