@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import moto.backends
 from moto.server import ThreadedMotoServer
 
 from .lifecycle import StartsAndStops
@@ -178,6 +179,7 @@ class LocalAws(StartsAndStops):
         elif self._endpoint_url is None:
             if self.quiet:
                 _quiet_werkzeug()
+            _cache_module_listing()
             server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
             server.start()
             self._server = server
@@ -646,6 +648,20 @@ def _pages(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dic
         yield from page.get(key, [])
 
 
+def _cache_module_listing() -> None:
+    """Have moto's server list its own service packages once, not at every request.
+
+    To route a request, moto's server asks whether the host names one of its
+    service packages, and answers by listing its package directory (a directory
+    check per entry, ~180 ``stat`` calls) each time: about half of the CPU an
+    emulated call costs (measured on ``ListEventBuses``: 1.5-2.2 ms of CPU a call,
+    0.9-1.0 ms with the listing cached). The directory does not change while the
+    process runs.
+    """
+    listing = tuple(moto.backends.list_of_moto_modules())
+    moto.backends.list_of_moto_modules = lambda: listing
+
+
 def _quiet_werkzeug() -> None:
     """Silence moto's per-request access log unless the application configured it.
 
@@ -664,6 +680,7 @@ def _serve(host: str, port: int, niceness: int, verbose: bool) -> None:
         os.nice(niceness)
     if not verbose:
         _quiet_werkzeug()
+    _cache_module_listing()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     bound_host, bound_port = server.get_host_and_port()
