@@ -116,6 +116,20 @@ def test_additive_size_equals_the_whole_serialization(excerpts: list[str], title
     assert parts == sizer.size({**empty, "hits": hits})
 
 
+@given(st.text(max_size=60), st.text(max_size=700))
+def test_an_excerpt_adds_what_its_characters_add(title: str, excerpt: str) -> None:
+    """fit_search sizes a hit as its summary with an empty excerpt plus the excerpt's
+    characters (``Sizer.text``): exactly the hit's own size."""
+    try:
+        (title + excerpt).encode("utf-8")
+    except UnicodeEncodeError:
+        return  # a lone surrogate: the budget falls back to whole measurement
+    sizer = ConservativeSizer()
+    hit = {"uri": "memory://workspace/notes/a.md", "title": title}
+    bare = sizer.fragment({**hit, "excerpt": ""})
+    assert bare + sizer.text(excerpt) == sizer.fragment({**hit, "excerpt": excerpt})
+
+
 def test_list_sends_what_fits_and_the_cursor_after_it() -> None:
     items = [{"uri": f"memory://workspace/notes/{'n' * 150}{i}.md"} for i in range(50)]
     page = ListPage(

@@ -188,3 +188,17 @@ def test_wire_sizer_parts_add_up_to_the_exact_response(
     parts = sizer.size(empty) + sum(sizer.fragment(i) for i in items) + 2 * max(len(items) - 1, 0)
     whole = len(request.encode_result(tool_result({**empty, "hits": items})))
     assert parts == whole
+
+
+@given(title=st.text(max_size=60), excerpt=st.text(max_size=700))
+def test_wire_sizer_text_is_what_an_excerpt_adds(title: str, excerpt: str) -> None:
+    """A hit's size is its summary with an empty excerpt plus what the excerpt's
+    characters add (how fit_search sizes excerpts cut to another length)."""
+    try:
+        (title + excerpt).encode("utf-8")
+    except UnicodeEncodeError:
+        return  # a lone surrogate: the budget falls back to whole measurement
+    sizer = WireSizer(Request(1, "tools/call", {}, MODERN, True, {}))
+    hit = {"uri": "memory://workspace/notes/a.md", "title": title}
+    bare = sizer.fragment({**hit, "excerpt": ""})
+    assert bare + sizer.text(excerpt) == sizer.fragment({**hit, "excerpt": excerpt})

@@ -39,6 +39,11 @@ class Sizer(Protocol):
         """Bytes ``value`` adds to that response as one element of a list in it."""
         ...
 
+    def text(self, value: str) -> int:
+        """Bytes the characters of ``value`` add to a string of such an element (JSON
+        escapes each character on its own, so this is additive)."""
+        ...
+
 
 def utf8_prefix(text: str, max_bytes: int) -> tuple[str, bool]:
     """The longest prefix of ``text`` within ``max_bytes`` UTF-8 bytes, and whether it was cut."""
@@ -102,6 +107,10 @@ class ConservativeSizer:
     def fragment(self, value: Any) -> int:
         text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
         return len(text) + len(json.dumps(text, ensure_ascii=True)) - 2
+
+    def text(self, value: str) -> int:
+        escaped = json.dumps(value, ensure_ascii=True)[1:-1]
+        return len(escaped) + len(json.dumps(escaped, ensure_ascii=True)) - 2
 
 
 def largest_fitting(low: int, high: int, size_of: Callable[[int], int], limit: int) -> int | None:
@@ -168,10 +177,14 @@ def _whole(sizer: Sizer, key: str) -> SizeOf:
 
 
 def _fitted(
-    fit: Callable[[SizeOf], dict[str, Any]], sizer: Sizer, key: str, limit: int
+    fit: Callable[[SizeOf], dict[str, Any]],
+    sizer: Sizer,
+    key: str,
+    limit: int,
+    additive: SizeOf | None = None,
 ) -> dict[str, Any]:
     try:
-        result = fit(_additive(sizer))
+        result = fit(additive or _additive(sizer))
         if sizer.size(result) <= limit:
             return result
     except UnicodeEncodeError:  # a part the serializer sends escaped: measure whole
@@ -192,6 +205,7 @@ def fit_search(
     hits = found.hits[:SEARCH_MAX_HITS]
     base = [utf8_prefix(hit.excerpt, SEARCH_EXCERPT_BYTES)[0] for hit in hits]
     made: dict[tuple[int, str], dict[str, Any]] = {}
+    hit_of: dict[int, int] = {}  # id(item) -> its hit
 
     def item(i: int, cap: int) -> dict[str, Any]:
         # One object per distinct excerpt, so the sizer measures each once.
@@ -199,6 +213,7 @@ def fit_search(
         key = (i, excerpt)
         if key not in made:
             made[key] = {**hits[i].summary, "excerpt": excerpt}
+            hit_of[id(made[key])] = i
         return made[key]
 
     def chosen(n: int, cap: int) -> list[dict[str, Any]]:
@@ -224,7 +239,27 @@ def fit_search(
             raise invalid("the response cannot fit the byte budget")
         return empty
 
-    return _fitted(fit, sizer, "hits", limit)
+    # Additive sizing as for any list, but a hit whose excerpt is cut again is not
+    # serialized again: it adds what its summary with an empty excerpt adds, plus
+    # what the excerpt's characters add (a fit probes each hit at 5-6 lengths).
+    bare: dict[int, int] = {}
+    texts: dict[str, int] = {}
+    empties = _additive(sizer)
+
+    def item_size(value: dict[str, Any]) -> int:
+        i = hit_of[id(value)]
+        if i not in bare:
+            bare[i] = sizer.fragment({**hits[i].summary, "excerpt": ""})
+        excerpt = value["excerpt"]
+        if excerpt not in texts:
+            texts[excerpt] = sizer.text(excerpt)
+        return bare[i] + texts[excerpt]
+
+    def additive(empty: dict[str, Any], items: Sequence[Any]) -> int:
+        commas = 2 * (len(items) - 1) if items else 0
+        return empties(empty, []) + sum(item_size(value) for value in items) + commas
+
+    return _fitted(fit, sizer, "hits", limit, additive)
 
 
 def fit_list(page: ListPage, sizer: Sizer, limit: int = RESPONSE_MAX_BYTES) -> dict[str, Any]:

@@ -300,6 +300,10 @@ class WireSizer:
         text = dumps(value)
         return len(text.encode("utf-8")) + len(dumps(text).encode("utf-8")) - 2
 
+    def text(self, value: str) -> int:
+        escaped = dumps(value)[1:-1]
+        return len(escaped.encode("utf-8")) + len(dumps(escaped).encode("utf-8")) - 2
+
 
 @dataclass
 class CallContext:
