@@ -1,14 +1,19 @@
--- Search: fewer records fetched before the stop rule can act, and probes built
--- without a query each.
+-- Search: fewer records fetched before the stop rule can act, fewer statements
+-- after, and probes built without a query each.
 --
 -- * search_candidates() (0013) sent four segments to each statement. Until p_limit
 --   records have scores, neither the stop rule nor the pruning of weak records can
 --   act, so a first statement of four segments fetched and scored records that a
 --   smaller one would have shown unnecessary: a single common word fetched its
 --   four best bands (392 records) where its best band already gave an exact top 8.
---   Statements now take two segments while fewer than p_limit records are scored,
---   four after. Same results (every benchmark question, 1,000,000 records); the
---   figures are in docs/performance.md.
+--   Statements now take two segments while fewer than p_limit records are scored.
+-- * Once p_limit records have scores, a segment's records are mostly fetched without
+--   being scored (they hold no unit strong enough to reach the top), so a segment
+--   costs little next to a statement's fixed cost (its executor start-up and the
+--   loop around it): statements then take six segments, not four. An 8-word
+--   question of the benchmark takes two statements instead of three.
+--   Same results for every benchmark question (1,000,000 records) and every question
+--   of the recall-quality set; the figures are in docs/performance.md.
 -- * search_any() and search_probe() built their tsquery text with a query (unnest,
 --   string_agg) at every call, several times per search; they now concatenate in
 --   PL/pgSQL. Same tsquery, term for term. The cells are 16 hex digits
@@ -68,7 +73,7 @@ $$;
 -- then, for each word, its bands from the top (all of them at once for a word that at
 -- most 128 records of the view hold), always the band of the word whose idf times
 -- band ceiling is highest, two segments per statement while fewer than p_limit records
--- are scored and four after. Every fetched record that
+-- are scored and six after. Every fetched record that
 -- could reach the results is scored exactly. The search stops when the p_limit-th
 -- best score reaches what a record not fetched yet could still score (each unit's
 -- next band ceiling times its idf, summed, plus the largest prior): the result is
@@ -258,11 +263,12 @@ BEGIN
         END IF;
 
         -- The next segments: each time, the band of the unit that could add the most
-        -- (a rare unit's remaining bands at once), up to four per statement; two
-        -- while fewer than p_limit records are scored, as the stop rule and the
-        -- pruning below need those scores to act (a statement's fixed cost against
-        -- the records of segments that would not have been needed).
-        batch := CASE WHEN cardinality(top_scores) >= p_limit THEN 4 ELSE 2 END;
+        -- (a rare unit's remaining bands at once). Two per statement while fewer than
+        -- p_limit records are scored, as the stop rule and the pruning below need
+        -- those scores to act; six after, when most records of a segment are only
+        -- fetched, not scored (a statement's fixed cost against the records of
+        -- segments that would not have been needed).
+        batch := CASE WHEN cardinality(top_scores) >= p_limit THEN 6 ELSE 2 END;
         probes := '{}';
         others_of := '{}';
         segment_units := '{}';
