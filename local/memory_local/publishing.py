@@ -118,8 +118,13 @@ class ProcessPublisher:
 
     def _read(self, acks: IO[bytes]) -> None:
         for line in acks:
+            try:
+                done = int(line)
+            except ValueError:  # not an acknowledgement (something else wrote there)
+                logger.warning("audit publisher wrote %r", line[:200])
+                continue
             with self._lock:
-                self._pending = max(0, self._pending - int(line))
+                self._pending = max(0, self._pending - done)
                 if not self._pending:
                     self._idle.notify_all()
         self._gone()  # its standard output closed: the child ended
