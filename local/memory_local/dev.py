@@ -181,11 +181,7 @@ class DevStack:
             }
         )
         self.app = load_handler_module()
-        # Audit publishing after the response, in a process of its own at the AWS
-        # emulation's priority: in this one it competed with the requests for the
-        # interpreter lock (memory_local.publishing).
-        self.publisher = ProcessPublisher(niceness=AWS_NICENESS)
-        self.app.service.after_response.runner = self.publisher
+        self.start_publisher()
         # The other two functions, built by their own code from the environment the
         # template gives them; the user pool's endpoints are this gateway's.
         self.management = build_management(
@@ -241,6 +237,18 @@ class DevStack:
         endpoint_file.chmod(0o600)
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
+
+    def start_publisher(self) -> ProcessPublisher:
+        """Hand the handler's audit publishing to a new child process (the previous
+        one, if any, is closed): in this process it competed with the requests for
+        the interpreter lock (memory_local.publishing). At the AWS emulation's
+        priority."""
+        assert self.app is not None
+        if self.publisher is not None:
+            self.publisher.close()
+        self.publisher = ProcessPublisher(niceness=AWS_NICENESS)
+        self.app.service.after_response.runner = self.publisher
+        return self.publisher
 
     def _retire_lost_agent_keys(self, owner: psycopg.Connection[Any]) -> None:
         """Retire agent keys whose app client is gone from the emulated pool.

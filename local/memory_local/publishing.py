@@ -75,10 +75,6 @@ class ProcessPublisher:
         ).start()
 
     @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
     def alive(self) -> bool:
         """Whether publishing still goes to the child (False once it is gone)."""
         with self._lock:

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memory_local.dev import AWS_NICENESS
-from memory_local.publishing import ProcessPublisher
 
 from tests.kept_alive import KeptAlive, mcp_headers
 
@@ -58,6 +56,4 @@ def test_publishing_goes_on_in_process_when_the_publisher_dies(
         assert write_and_publish(stack, client, owner_db) == (1, 1)
         assert publisher.handed == handed  # published by the stack's own worker
     finally:
-        publisher.close()
-        stack.publisher = ProcessPublisher(niceness=AWS_NICENESS)
-        stack.app.service.after_response.runner = stack.publisher
+        stack.start_publisher()  # a new child for the tests that follow
