@@ -293,7 +293,7 @@ def test_an_unexpected_database_error_is_unavailable_never_a_500(
     from memory_server import sql_files
 
     real = sql_files.query
-    broken = {"create_record", "admin_audit_page", "list_page"}
+    broken = {"create_record_unless_taken", "admin_audit_page", "list_page"}
 
     def failing(name: str) -> bytes:
         return b"SELECT 1 / 0 AS id" if name in broken else real(name)

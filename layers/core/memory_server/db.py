@@ -296,13 +296,14 @@ class Database:
         name: str,
         params: dict[str, Any],
         *,
-        then: FollowUp,
+        then: FollowUp | None = None,
     ) -> list[Row]:
         """A change as one read-write transaction of two round trips: ``BEGIN``, the
         settings and a first statement (typically finding the record) in one; then
         the statement ``then`` derives from its rows (the change, which raises or
         returns ``None`` to change nothing) with ``COMMIT`` in the other. The rows
-        of the change, read after the commit.
+        of the change, read after the commit. Without ``then`` the first statement is
+        the change, and the transaction one round trip.
 
         The write path's fixed cost is its round trips (resolving the caller is one
         more): a transaction block would spend a third on ``COMMIT`` alone.

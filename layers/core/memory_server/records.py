@@ -240,6 +240,18 @@ def create_statement(
     return "create_record", params
 
 
+def create_unless_taken_statement(
+    caller: Caller, address: RecordAddress, *, context_key: str, body: str, source: str | None
+) -> tuple[str, dict[str, Any]]:
+    """A create that first looks for what the address already resolves to from the
+    listening context, in the same statement: its one row says ``created``, or gives
+    the revision the address is taken at (no row: taken concurrently)."""
+    _, params = create_statement(
+        caller, address, context_key=context_key, body=body, source=source, operation="create"
+    )
+    return "create_record_unless_taken", params
+
+
 def create(
     conn: Connection,
     caller: Caller,

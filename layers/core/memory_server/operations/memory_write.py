@@ -1,9 +1,11 @@
 """memory_write: create (expected_revision 0) or conditionally replace a record.
 
-One transaction of two round trips (``Database.change``): the record the address
-resolves to is read with ``BEGIN`` and the caller's settings; the create or the
-conditional replace then travels with ``COMMIT``. A change that matches no row (a
-concurrent writer got there first) is explained by a read of its own.
+A replace is one transaction of two round trips (``Database.change``): the record
+the address resolves to is read with ``BEGIN`` and the caller's settings; the
+conditional replace then travels with ``COMMIT``. A create is one round trip: the
+look for what the address already resolves to and the insert are one statement
+(``memory.create_record_unless_taken``). A change that matches no row (a concurrent
+writer got there first) is explained by a read of its own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..records import (
     check_content,
     check_source,
     conflict,
-    create_statement,
+    create_unless_taken_statement,
     current_revision_statement,
     explain_miss,
     resolve_statement,
@@ -44,24 +46,19 @@ def memory_write(
         caller.owner_for(address.namespace)  # not_found for a missing namespace
         caller.require_write(address.namespace)
 
-        def create_unless_taken(existing: list[Row]) -> tuple[str, dict[str, Any]]:
-            # Creating conflicts with whatever the address already resolves to.
-            if existing:
-                raise conflict(existing[0]["revision"])
-            return create_statement(
-                caller,
-                address,
-                context_key=target_context,
-                body=body,
-                source=source,
-                operation="create",
-            )
-
-        found = resolve_statement(caller, address)
-        created = store.db.change(caller, deadline, *found, then=create_unless_taken)
+        # One round trip: what the address resolves to and the create, in one statement.
+        created = store.db.change(
+            caller,
+            deadline,
+            *create_unless_taken_statement(
+                caller, address, context_key=target_context, body=body, source=source
+            ),
+        )
         if not created:  # created concurrently
-            existing = store.db.read(caller, deadline, *found)
+            existing = store.db.read(caller, deadline, *resolve_statement(caller, address))
             raise conflict(existing[0]["revision"] if existing else 1)
+        if not created[0]["created"]:  # creating conflicts with what is there
+            raise conflict(created[0]["revision"])
         row = created[0]
         return {
             "uri": address.uri,
