@@ -289,6 +289,30 @@ def change_statement(
     return "change_record", params
 
 
+def replace_statement(
+    caller: Caller,
+    address: RecordAddress,
+    *,
+    contexts: list[str] | None,
+    expected_revision: int,
+    body: str,
+    source: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """The replace of the record a path address resolves to (nearest in ``contexts``,
+    by default the listening context and up) at ``expected_revision``, in one
+    statement: no row when nothing is there; else ``changed``, or the revision it is
+    at (none if it moved on meanwhile)."""
+    params = {
+        **view(caller),
+        **_content(address, body, source, "replace"),
+        "owner_id": caller.owner_for(address.namespace),
+        "expected_revision": expected_revision,
+    }
+    if contexts is not None:
+        params["contexts"] = contexts
+    return "replace_record_at", params
+
+
 def change(
     conn: Connection,
     caller: Caller,

@@ -1,11 +1,12 @@
 """memory_write: create (expected_revision 0) or conditionally replace a record.
 
-A replace is one transaction of two round trips (``Database.change``): the record
-the address resolves to is read with ``BEGIN`` and the caller's settings; the
-conditional replace then travels with ``COMMIT``. A create is one round trip: the
-look for what the address already resolves to and the insert are one statement
-(``memory.create_record_unless_taken``). A change that matches no row (a concurrent
-writer got there first) is explained by a read of its own.
+Each is one transaction (``Database.change``). By path, a create or a replace is one
+statement sent with ``BEGIN``, the caller's settings and ``COMMIT``, one round trip:
+the look for what the address resolves to and the change happen in the database
+(``memory.create_record_unless_taken``, ``memory.replace_record_at``). A replace by
+record id takes two: the record is read first, because its kind decides the content
+rules; the conditional change then travels with ``COMMIT``. A change that matches no
+row (a concurrent writer got there first) is explained by a read of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..records import (
     create_unless_taken_statement,
     current_revision_statement,
     explain_miss,
+    replace_statement,
     resolve_statement,
     uri_of,
 )
@@ -68,6 +70,38 @@ def memory_write(
         }
 
     contexts = [target_context] if args.context is not None else None
+    if isinstance(address, RecordAddress):
+        # By path everything checked is known before the call: one statement.
+        caller.owner_for(address.namespace)  # not_found for a missing namespace
+        caller.require_write(address.namespace)
+        replaced = store.db.change(
+            caller,
+            deadline,
+            *replace_statement(
+                caller,
+                address,
+                contexts=contexts,
+                expected_revision=args.expected_revision,
+                body=check_content(address, args.content),
+                source=source,
+            ),
+        )
+        if not replaced:
+            raise not_found()
+        row = replaced[0]
+        if not row["changed"]:
+            if row["revision"] is not None:
+                raise conflict(row["revision"])
+            missed = store.db.read(caller, deadline, *current_revision_statement(caller, row["id"]))
+            raise explain_miss(missed[0] if missed else None)
+        return {
+            "uri": address.uri,
+            "id": str(row["id"]),
+            "revision": row["revision"],
+            "context": row["context_key"],
+        }
+
+    # By record id: the record's kind (and so its content rules) is known once found.
     resolved: list[Row] = []
 
     def replace_current(rows: list[Row]) -> tuple[str, dict[str, Any]]:
