@@ -62,25 +62,30 @@ def test_one_writer_wins_at_a_revision(world, owner, writers: int) -> None:  # t
     assert audit == (2,)
 
 
-@pytest.mark.parametrize("by", ["path", "id"])
-def test_a_record_changed_while_a_replace_waits_is_a_conflict(world, owner, by: str) -> None:  # type: ignore[no-untyped-def]
-    """The replace finds the record at the expected revision, then waits for the row
-    another transaction holds; that one commits revision 2 first. The replace changes
-    nothing and answers the conflict at revision 2 (not not_found, not a lost
-    update)."""
+@pytest.mark.parametrize(
+    ("tool", "by"), [("write", "path"), ("write", "id"), ("delete", "path"), ("delete", "id")]
+)
+def test_a_record_changed_while_a_change_waits_is_a_conflict(
+    world, owner, tool: str, by: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The replace or the delete finds the record at the expected revision, then waits
+    for the row another transaction holds; that one commits revision 2 first. The
+    change does nothing and answers the conflict at revision 2 (not not_found, not a
+    lost update)."""
     ws = world.workspace()
     agent = ws.agent(ws.person("alice"))
     made = agent.write(uri="memory://workspace/notes/held.md", content="v1", expected_revision=0)
     uri = "memory://workspace/notes/held.md" if by == "path" else f"memory://record/{made['id']}"
+    arguments: dict[str, Any] = {"uri": uri, "expected_revision": 1}
+    if tool == "write":
+        arguments["content"] = "mine"
     outcome: list[Any] = []
     with owner.transaction():
         owner.execute(
             "UPDATE memory.memories SET revision = 2, body = 'theirs' WHERE id = %s", (made["id"],)
         )
         waiting = threading.Thread(
-            target=lambda: outcome.extend(
-                race(1, lambda _: agent.write(uri=uri, content="mine", expected_revision=1))
-            )
+            target=lambda: outcome.extend(race(1, lambda _: getattr(agent, tool)(**arguments)))
         )
         waiting.start()
         waiting.join(0.5)

@@ -6,11 +6,12 @@ from typing import Any
 
 from psycopg.errors import UniqueViolation
 
+from .. import sql_files
 from ..addresses import parse_path_address, parse_record_address
 from ..caller import Caller, Deadline
 from ..errors import ToolError, invalid, not_found
 from ..models import MoveArgs
-from ..records import change, check_content, conflict, resolve
+from ..records import change, check_content, conflict, resolve_statement
 from ..store import Store
 
 
@@ -20,7 +21,10 @@ def memory_move(
     address = parse_record_address(args.uri)
     destination = parse_path_address(args.new_uri, what="new_uri")
     with store.db.transaction(caller, deadline or Deadline()) as conn:
-        current = resolve(conn, caller, address)
+        # Both look-ups travel together (pipelined): one round trip.
+        at_source = sql_files.cursor(conn, *resolve_statement(caller, address))
+        at_destination = sql_files.cursor(conn, *resolve_statement(caller, destination))
+        current = at_source.fetchone()
         if current is None:
             raise not_found()
         namespace = caller.namespace_of(current["owner_id"])
@@ -29,7 +33,7 @@ def memory_move(
             raise invalid("a move keeps the record's namespace (me or workspace)")
         if current["revision"] != args.expected_revision:
             raise conflict(current["revision"])
-        if resolve(conn, caller, destination) is not None:
+        if at_destination.fetchone() is not None:
             raise ToolError("already_exists", "new_uri already resolves to a record")
         check_content(destination, current["body"])
         try:
