@@ -14,10 +14,11 @@ from typing import Any, Literal
 from . import sql_files
 from .addresses import IdAddress, RecordAddress, record_uri
 from .budget import utf8_prefix
-from .caller import Caller
-from .db import Connection
+from .caller import Caller, Deadline
+from .db import Connection, Database
 from .errors import ToolError, invalid, not_found
 from .limits import CONTENT_MAX_BYTES, PROMPT_ARGUMENTS_MAX, TITLE_MAX_BYTES
+from .sql_files import Row
 
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 
@@ -197,6 +198,28 @@ def current_revision_statement(caller: Caller, record_id: uuid.UUID) -> tuple[st
     return "current_revision", {**view(caller), "id": record_id}
 
 
+def explain_change_miss(
+    db: Database, caller: Caller, deadline: Deadline, record_id: uuid.UUID
+) -> ToolError:
+    """Explain a change that matched no row after its transaction, by a read of its own."""
+    missed = db.read(caller, deadline, *current_revision_statement(caller, record_id))
+    return explain_miss(missed[0] if missed else None)
+
+
+def changed_row(db: Database, caller: Caller, deadline: Deadline, rows: list[Row]) -> Row:
+    """The row of a change by path made in one statement (``replace_record_at``,
+    ``delete_record_at``), or the error that explains why nothing changed: nothing
+    there, the conflict, or, for a record that moved on meanwhile, a read of its own."""
+    if not rows:
+        raise not_found()
+    row = rows[0]
+    if row["changed"]:
+        return row
+    if row["revision"] is not None:
+        raise conflict(row["revision"])
+    raise explain_change_miss(db, caller, deadline, row["id"])
+
+
 def conflict(current_revision: int) -> ToolError:
     return ToolError(
         "revision_conflict",
@@ -311,6 +334,22 @@ def replace_statement(
     if contexts is not None:
         params["contexts"] = contexts
     return "replace_record_at", params
+
+
+def delete_statement(
+    caller: Caller, address: RecordAddress, *, expected_revision: int
+) -> tuple[str, dict[str, Any]]:
+    """The delete of the record a path address resolves to from the listening context,
+    at ``expected_revision``, in one statement (read by :func:`changed_row`)."""
+    params = {
+        **view(caller),
+        "owner_id": caller.owner_for(address.namespace),
+        "kind": address.kind,
+        "path": address.path,
+        "expected_revision": expected_revision,
+        "uri": address.uri,
+    }
+    return "delete_record_at", params
 
 
 def change(

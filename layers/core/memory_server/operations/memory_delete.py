@@ -1,23 +1,27 @@
 """memory_delete: conditional, real deletion (bodies of every revision purged).
 
-One transaction of two round trips (``Database.change``): the record the address
-resolves to is read with ``BEGIN`` and the caller's settings; the conditional delete
-travels with ``COMMIT``. A delete that matches no row (a concurrent writer got there
-first) is explained by a read of its own.
+One transaction (``Database.change``). By path it is one statement sent with
+``BEGIN``, the caller's settings and ``COMMIT``: what the address resolves to, then
+the conditional delete, in the database (``memory.delete_record_at``). By record id
+it takes two round trips: the record is read first, because its namespace decides
+the grant the delete needs; the delete then travels with ``COMMIT``. A delete that
+matches no row (a concurrent writer got there first) is explained by a read of its
+own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import parse_record_address
+from ..addresses import RecordAddress, parse_record_address
 from ..caller import Caller, Deadline
 from ..errors import not_found
 from ..models import DeleteArgs
 from ..records import (
+    changed_row,
     conflict,
-    current_revision_statement,
-    explain_miss,
+    delete_statement,
+    explain_change_miss,
     resolve_statement,
     uri_of,
     view,
@@ -31,6 +35,13 @@ def memory_delete(
 ) -> dict[str, Any]:
     address = parse_record_address(args.uri)
     deadline = deadline or Deadline()
+    if isinstance(address, RecordAddress):
+        caller.owner_for(address.namespace)  # not_found for a missing namespace
+        caller.require_delete(address.namespace)
+        statement = delete_statement(caller, address, expected_revision=args.expected_revision)
+        row = changed_row(store.db, caller, deadline, store.db.change(caller, deadline, *statement))
+        return {"uri": address.uri, "id": str(row["id"]), "deleted_revision": row["revision"]}
+
     resolved: list[Row] = []
 
     def delete_current(rows: list[Row]) -> tuple[str, dict[str, Any]]:
@@ -52,8 +63,6 @@ def memory_delete(
     deleted = store.db.change(caller, deadline, *found, then=delete_current)
     (current,) = resolved
     if not deleted:  # another writer moved it on, or it left the view
-        missed = store.db.read(caller, deadline, *current_revision_statement(caller, current["id"]))
-        raise explain_miss(missed[0] if missed else None)
-    row = deleted[0]
+        raise explain_change_miss(store.db, caller, deadline, current["id"])
     uri = uri_of(caller, current)
-    return {"uri": uri, "id": str(row["id"]), "deleted_revision": row["revision"]}
+    return {"uri": uri, "id": str(deleted[0]["id"]), "deleted_revision": deleted[0]["revision"]}

@@ -20,12 +20,12 @@ from ..errors import invalid, not_found
 from ..models import WriteArgs
 from ..records import (
     change_statement,
+    changed_row,
     check_content,
     check_source,
     conflict,
     create_unless_taken_statement,
-    current_revision_statement,
-    explain_miss,
+    explain_change_miss,
     replace_statement,
     resolve_statement,
     uri_of,
@@ -86,14 +86,7 @@ def memory_write(
                 source=source,
             ),
         )
-        if not replaced:
-            raise not_found()
-        row = replaced[0]
-        if not row["changed"]:
-            if row["revision"] is not None:
-                raise conflict(row["revision"])
-            missed = store.db.read(caller, deadline, *current_revision_statement(caller, row["id"]))
-            raise explain_miss(missed[0] if missed else None)
+        row = changed_row(store.db, caller, deadline, replaced)
         return {
             "uri": address.uri,
             "id": str(row["id"]),
@@ -128,8 +121,7 @@ def memory_write(
     changed = store.db.change(caller, deadline, *found, then=replace_current)
     (current,) = resolved
     if not changed:  # another writer moved it on, or it left the view
-        missed = store.db.read(caller, deadline, *current_revision_statement(caller, current["id"]))
-        raise explain_miss(missed[0] if missed else None)
+        raise explain_change_miss(store.db, caller, deadline, current["id"])
     row = changed[0]
     return {
         "uri": uri_of(caller, current),
