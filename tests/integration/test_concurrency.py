@@ -98,6 +98,45 @@ def test_a_record_changed_while_a_change_waits_is_a_conflict(
     assert history(owner, made["id"]) == [(1, "create")]
 
 
+def test_a_move_to_a_destination_taken_while_it_waits_is_already_exists(world, owner) -> None:  # type: ignore[no-untyped-def]
+    """The move finds its destination free, then waits on the address's unique key for
+    a transaction that takes it; once that one commits the move answers already_exists
+    (not unavailable) and the record stays where it was."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    made = agent.write(uri="memory://workspace/notes/from.md", content="v1", expected_revision=0)
+    outcome: list[Any] = []
+    with owner.transaction():
+        owner.execute(
+            "INSERT INTO memory.memories (workspace_id, owner_id, context_key, kind, path,"
+            " title, body, revision, created_by, updated_by)"
+            " SELECT workspace_id, owner_id, context_key, kind, 'to.md', title, 'theirs', 1,"
+            " created_by, updated_by FROM memory.memories WHERE id = %s",
+            (made["id"],),
+        )
+        waiting = threading.Thread(
+            target=lambda: outcome.extend(
+                race(
+                    1,
+                    lambda _: agent.move(
+                        uri="memory://workspace/notes/from.md",
+                        new_uri="memory://workspace/notes/to.md",
+                        expected_revision=1,
+                    ),
+                )
+            )
+        )
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # blocked on the destination's key
+    waiting.join(10)
+    (error,) = outcome
+    assert isinstance(error, ToolError) and error.code == "already_exists"
+    assert agent.read(uri="memory://workspace/notes/from.md")["revision"] == 1
+    assert agent.read(uri="memory://workspace/notes/to.md")["content"] == "theirs"
+    assert history(owner, made["id"]) == [(1, "create")]
+
+
 def test_concurrent_creates_make_one_record(world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
     agent = ws.agent(ws.person("alice"))

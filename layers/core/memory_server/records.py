@@ -312,6 +312,29 @@ def change_statement(
     return "change_record", params
 
 
+def move_statement(
+    caller: Caller,
+    record_id: uuid.UUID,
+    destination: RecordAddress,
+    *,
+    expected_revision: int,
+    body: str,
+) -> tuple[str, dict[str, Any]]:
+    """The move of a visible record at ``expected_revision`` to ``destination``, unless
+    the destination already resolves to a record (a row not ``moved``); no row back: a
+    conflict, or it left the view."""
+    _, params = change_statement(
+        caller,
+        record_id,
+        destination,
+        expected_revision=expected_revision,
+        body=body,
+        source=None,
+        operation="move",
+    )
+    return "move_record", {**params, "owner_id": caller.owner_for(destination.namespace)}
+
+
 def replace_statement(
     caller: Caller,
     address: RecordAddress,

@@ -1,17 +1,28 @@
-"""memory_move: a new path for the same record (same id, revision + 1)."""
+"""memory_move: a new path for the same record (same id, revision + 1).
+
+One transaction of two round trips (``Database.change``): the record is read with
+``BEGIN`` and the caller's settings (its namespace, revision and body decide what
+the move may do); the move, which first looks at what the destination resolves to,
+travels with ``COMMIT`` (``memory.move_record``). A move that matches no row (a
+concurrent writer got there first) is explained by a read of its own.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from psycopg.errors import UniqueViolation
-
-from .. import sql_files
 from ..addresses import parse_path_address, parse_record_address
 from ..caller import Caller, Deadline
 from ..errors import ToolError, invalid, not_found
 from ..models import MoveArgs
-from ..records import change, check_content, conflict, resolve_statement
+from ..records import (
+    check_content,
+    conflict,
+    explain_change_miss,
+    move_statement,
+    resolve_statement,
+)
+from ..sql_files import Row
 from ..store import Store
 
 
@@ -20,33 +31,34 @@ def memory_move(
 ) -> dict[str, Any]:
     address = parse_record_address(args.uri)
     destination = parse_path_address(args.new_uri, what="new_uri")
-    with store.db.transaction(caller, deadline or Deadline()) as conn:
-        # Both look-ups travel together (pipelined): one round trip.
-        at_source = sql_files.cursor(conn, *resolve_statement(caller, address))
-        at_destination = sql_files.cursor(conn, *resolve_statement(caller, destination))
-        current = at_source.fetchone()
-        if current is None:
+    deadline = deadline or Deadline()
+    resolved: list[Row] = []
+
+    def move_current(rows: list[Row]) -> tuple[str, dict[str, Any]]:
+        if not rows:
             raise not_found()
+        current = rows[0]
+        resolved.append(current)
         namespace = caller.namespace_of(current["owner_id"])
         caller.require_write(namespace)
         if destination.namespace != namespace:
             raise invalid("a move keeps the record's namespace (me or workspace)")
         if current["revision"] != args.expected_revision:
             raise conflict(current["revision"])
-        if at_destination.fetchone() is not None:
-            raise ToolError("already_exists", "new_uri already resolves to a record")
-        check_content(destination, current["body"])
-        try:
-            row = change(
-                conn,
-                caller,
-                current["id"],
-                destination,
-                expected_revision=args.expected_revision,
-                body=current["body"],
-                source=None,
-                operation="move",
-            )
-        except UniqueViolation:  # the destination was taken concurrently
-            raise ToolError("already_exists", "new_uri already resolves to a record") from None
-        return {"uri": destination.uri, "id": str(row["id"]), "revision": row["revision"]}
+        return move_statement(
+            caller,
+            current["id"],
+            destination,
+            expected_revision=args.expected_revision,
+            body=check_content(destination, current["body"]),
+        )
+
+    found = resolve_statement(caller, address)
+    moved = store.db.change(caller, deadline, *found, then=move_current)
+    (current,) = resolved
+    if not moved:  # another writer moved it on, or it left the view
+        raise explain_change_miss(store.db, caller, deadline, current["id"])
+    row = moved[0]
+    if not row["moved"]:  # the destination is taken (or was, concurrently)
+        raise ToolError("already_exists", "new_uri already resolves to a record")
+    return {"uri": destination.uri, "id": str(row["id"]), "revision": row["revision"]}
