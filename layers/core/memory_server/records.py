@@ -207,8 +207,8 @@ def explain_change_miss(
 
 
 def changed_row(db: Database, caller: Caller, deadline: Deadline, rows: list[Row]) -> Row:
-    """The row of a change by path made in one statement (``replace_record_at``,
-    ``delete_record_at``), or the error that explains why nothing changed: nothing
+    """The row of a replace or a delete by path made in one statement
+    (``change_record_at``), or the error that explains why nothing changed: nothing
     there, the conflict, or, for a record that moved on meanwhile, a read of its own."""
     if not rows:
         raise not_found()
@@ -356,7 +356,7 @@ def replace_statement(
     }
     if contexts is not None:
         params["contexts"] = contexts
-    return "replace_record_at", params
+    return "change_record_at", params
 
 
 def delete_statement(
@@ -370,9 +370,13 @@ def delete_statement(
         "kind": address.kind,
         "path": address.path,
         "expected_revision": expected_revision,
+        "title": None,  # a delete writes no content
+        "body": None,
+        "source": None,
+        "operation": "delete",
         "uri": address.uri,
     }
-    return "delete_record_at", params
+    return "change_record_at", params
 
 
 def change(

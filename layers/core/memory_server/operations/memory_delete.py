@@ -2,7 +2,7 @@
 
 One transaction (``Database.change``). By path it is one statement sent with
 ``BEGIN``, the caller's settings and ``COMMIT``: what the address resolves to, then
-the conditional delete, in the database (``memory.delete_record_at``). By record id
+the conditional delete, in the database (``memory.change_record_at``). By record id
 it takes two round trips: the record is read first, because its namespace decides
 the grant the delete needs; the delete then travels with ``COMMIT``. A delete that
 matches no row (a concurrent writer got there first) is explained by a read of its

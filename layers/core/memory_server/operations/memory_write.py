@@ -3,7 +3,7 @@
 Each is one transaction (``Database.change``). By path, a create or a replace is one
 statement sent with ``BEGIN``, the caller's settings and ``COMMIT``, one round trip:
 the look for what the address resolves to and the change happen in the database
-(``memory.create_record_unless_taken``, ``memory.replace_record_at``). A replace by
+(``memory.create_record_unless_taken``, ``memory.change_record_at``). A replace by
 record id takes two: the record is read first, because its kind decides the content
 rules; the conditional change then travels with ``COMMIT``. A change that matches no
 row (a concurrent writer got there first) is explained by a read of its own.
