@@ -208,6 +208,13 @@ def test_grants_are_enforced_by_the_operations(world) -> None:  # type: ignore[n
             )
             == "permission_denied"
         )
+        # By path the grant is checked for the namespace before any record is looked
+        # up: the answer does not tell whether one is there.
+        for uri in ("memory://workspace/notes/a.md", "memory://workspace/notes/none.md"):
+            assert (
+                error_code(agent.write, uri=uri, content="x", expected_revision=1),
+                error_code(agent.delete, uri=uri, expected_revision=1),
+            ) == ("permission_denied", "permission_denied")
     # A service has no personal namespace unless assigned one.
     assert error_code(reader.read, uri="memory://me/notes/a.md") == "not_found"
     assert alice.read(uri="memory://workspace/notes/a.md")["revision"] == 1
