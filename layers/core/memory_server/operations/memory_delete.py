@@ -52,11 +52,12 @@ def memory_delete(
         caller.require_delete(caller.namespace_of(current["owner_id"]))
         if current["revision"] != args.expected_revision:
             raise conflict(current["revision"])
+        current["uri"] = uri_of(caller, current)
         return "delete_record", {
             **view(caller),
             "id": current["id"],
             "expected_revision": args.expected_revision,
-            "uri": uri_of(caller, current),
+            "uri": current["uri"],
         }
 
     found = resolve_statement(caller, address)
@@ -64,5 +65,5 @@ def memory_delete(
     (current,) = resolved
     if not deleted:  # another writer moved it on, or it left the view
         raise explain_change_miss(store.db, caller, deadline, current["id"])
-    uri = uri_of(caller, current)
-    return {"uri": uri, "id": str(deleted[0]["id"]), "deleted_revision": deleted[0]["revision"]}
+    row = deleted[0]
+    return {"uri": current["uri"], "id": str(row["id"]), "deleted_revision": row["revision"]}

@@ -61,13 +61,7 @@ def memory_write(
             raise conflict(existing[0]["revision"] if existing else 1)
         if not created[0]["created"]:  # creating conflicts with what is there
             raise conflict(created[0]["revision"])
-        row = created[0]
-        return {
-            "uri": address.uri,
-            "id": str(row["id"]),
-            "revision": row["revision"],
-            "context": row["context_key"],
-        }
+        return _written(address.uri, created[0])
 
     contexts = [target_context] if args.context is not None else None
     if isinstance(address, RecordAddress):
@@ -86,13 +80,7 @@ def memory_write(
                 source=source,
             ),
         )
-        row = changed_row(store.db, caller, deadline, replaced)
-        return {
-            "uri": address.uri,
-            "id": str(row["id"]),
-            "revision": row["revision"],
-            "context": row["context_key"],
-        }
+        return _written(address.uri, changed_row(store.db, caller, deadline, replaced))
 
     # By record id: the record's kind (and so its content rules) is known once found.
     resolved: list[Row] = []
@@ -122,9 +110,13 @@ def memory_write(
     (current,) = resolved
     if not changed:  # another writer moved it on, or it left the view
         raise explain_change_miss(store.db, caller, deadline, current["id"])
-    row = changed[0]
+    return _written(uri_of(caller, current), changed[0])
+
+
+def _written(uri: str, row: Row) -> dict[str, Any]:
+    """The answer to a write: the address, the record's id, its revision and context."""
     return {
-        "uri": uri_of(caller, current),
+        "uri": uri,
         "id": str(row["id"]),
         "revision": row["revision"],
         "context": row["context_key"],
