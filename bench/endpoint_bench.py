@@ -26,17 +26,18 @@ import psycopg
 from memory_local.postgres import admin_server
 from memory_server.admin import operators
 from memory_server.contexts import parse_context
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.limits import PROMPTS_PAGE_ITEMS
 from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
 from memory_server.operations.completions import complete_paths
+from memory_server.operations.membership import resolve_caller
 from memory_server.operations.skills import skill_page, skill_prompt
+from memory_server.operations.store import Store
 from memory_server.provision import Passwords, Provisioned, provision
 from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
-from memory_server.store import Store, resolve_caller
 
 from .timing import cold_starts, durations_ms, percentiles, save_results
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import psycopg
 from memory_server.caller import Caller
-from memory_server.db import request_settings
+from memory_server.data.pool import request_settings
+from memory_server.data.records import view
+from memory_server.data.statements import query
 from memory_server.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
-from memory_server.records import view
 from memory_server.search_query import parse_query
-from memory_server.sql_files import query
 from psycopg import sql
 
 SEARCH_KINDS = ["memories", "notes"]  # memory_search's default kinds

@@ -41,17 +41,23 @@ from memory_server.addresses import (
     record_uri,
 )
 from memory_server.caller import SHARED_OWNER, Caller, Deadline
+from memory_server.content import derive_title
 from memory_server.contexts import parse_context
-from memory_server.db import Connection, Database, request_settings
+from memory_server.data import records, search
+from memory_server.data.pool import Database, Isolation, Transaction, request_settings
+from memory_server.data.records import Content, view
+from memory_server.data.search import HitRow, Terms
+from memory_server.data.statements import query
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
 from memory_server.models import ReadArgs, WriteArgs
 from memory_server.models import parse_args as tool_args
 from memory_server.operations import memory_read, memory_write
+from memory_server.operations.membership import resolve_caller
+from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
 from memory_server.ranking import Candidate, DeterministicRanker
-from memory_server.records import change, derive_title, resolve, resolve_statement, view
-from memory_server.sql_files import query
-from memory_server.store import Store, resolve_caller
+from memory_server.search_query import parse_query
 from psycopg import sql
 from psycopg.rows import tuple_row
 
@@ -250,15 +256,15 @@ class Bench:
     @contextmanager
     def rls(
         self, caller: Caller, *, read_only: bool = True, search: bool = False
-    ) -> Iterator[Connection]:
+    ) -> Iterator[Transaction]:
         """The transaction the operation opens (runtime role, settings first)."""
-        with self.db.transaction(
-            caller,
-            _deadline(),
-            read_only=read_only,
-            isolation="repeatable read" if search else "read committed",
-        ) as conn:
-            yield conn
+        if not read_only:
+            with self.db.write(caller, _deadline()) as tx:
+                yield tx
+            return
+        isolation: Isolation = "repeatable read" if search else "read committed"
+        with self.db.read(caller, _deadline(), isolation=isolation) as tx:
+            yield tx
 
     # -- read by path --
 
@@ -303,9 +309,11 @@ class Bench:
 
         def sql_rls(i: int) -> object:
             address = parse_record_address(targets[pick_sql[i]]["uri"])
-            rows = self.db.read(caller, _deadline(), *resolve_statement(caller, address))
-            assert rows
-            return rows
+            with self.db.read(caller, _deadline()) as tx:
+                found = records.find(tx, caller, address)
+            row = found.get()
+            assert row
+            return row
 
         def floor_read(target: dict[str, Any]) -> object:
             params = {
@@ -361,20 +369,22 @@ class Bench:
         def sql_rls(i: int) -> object:
             target = targets[(i + len(targets) // 3) % len(targets)]
             address = parse_path_address(target.uri)
-            with self.rls(caller, read_only=False) as conn:
-                current = resolve(conn, caller, address)
+            content = Content(derive_title("notes", target.path, body(i)), body(i), None)
+            with self.rls(caller, read_only=False) as tx:
+                current = records.find(tx, caller, address).get()
                 assert current is not None
-                row = change(
-                    conn,
+                changed = records.change(
+                    tx,
                     caller,
                     current["id"],
                     address,
                     expected_revision=target.revision,
-                    body=body(i),
-                    source=None,
+                    content=content,
                     operation="replace",
                 )
-            target.revision = row["revision"]
+            row = changed.get()
+            assert row is not None
+            target.revision = row.revision
             return row
 
         def floor(i: int) -> object:
@@ -505,26 +515,27 @@ class Bench:
 
     # -- search --
 
-    def search_sql(self, caller: Caller, text: str) -> list[dict[str, Any]]:
+    def search_sql(self, caller: Caller, text: str) -> list[HitRow]:
         """Both phases of memory_search, as SQL, sent as memory_search sends them:
         candidates, ranking, then hydration with the commit."""
-        params = search_bench.search_params(caller, text)
-
-        def hydration(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
-            offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
+        parsed = parse_query(text)
+        terms = Terms(parsed.words, parsed.phrases, parsed.excluded)
+        owners = caller.visible_owners()
+        with self.db.read(caller, _deadline(), isolation="repeatable read") as tx:
+            scored = search.candidates(
+                tx,
+                terms,
+                owners=owners,
+                kinds=search_bench.SEARCH_KINDS,
+                limit=8,
+                fetch_budget=SEARCH_FETCH_BUDGET,
+                score_budget=SEARCH_SCORE_BUDGET,
+            ).get()
+            offered = [Candidate(c.id, c.score) for c in scored]
             ranked = DeterministicRanker().rank(text, offered, 8)
-            if not ranked:
-                return None
-            return "hydrate_hits", {**params, "ids": [c.id for c in ranked]}
-
-        return self.db.read(
-            caller,
-            _deadline(),
-            "search_candidates",
-            params,
-            then=hydration,
-            isolation="repeatable read",
-        )
+            ids = [c.id for c in ranked]
+            hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None
+        return list(hydrated.get().values()) if hydrated is not None else []
 
     def search_floor(self, caller: Caller, text: str) -> list[tuple[Any, ...]]:
         return self.admin.execute(
@@ -625,7 +636,17 @@ class Bench:
             return self.tools.run("memory_list", caller, {}, _deadline())
 
         def sql_rls(_: int) -> object:
-            return self.db.read(caller, _deadline(), "list_page", params)
+            with self.db.read(caller, _deadline()) as tx:
+                page = records.list_page(
+                    tx,
+                    caller,
+                    owners=caller.visible_owners(),
+                    kind=None,
+                    folder="",
+                    after=["", "", "", str(SHARED_OWNER)],
+                    limit=LIST_LIMIT + 1,
+                )
+            return page.get()
 
         def floor(_: int) -> object:
             return self.admin.execute(FLOOR_LIST, {**params, "limit": LIST_LIMIT + 1}).fetchall()
@@ -667,7 +688,7 @@ class Bench:
                 return None
 
         def one_trip(_: int) -> object:
-            return self.db.read(caller, _deadline(), "select_one", {})
+            return self.db.ping(_deadline(), caller)
 
         def round_trip(_: int) -> object:
             return self.admin.execute("SELECT 1").fetchone()
@@ -738,12 +759,15 @@ class Bench:
         steps: dict[str, Any] = {}
         common = search_bench.search_params(caller, COMMON_TERM)
         ids = [row["id"] for row in self.search_sql(caller, COMMON_TERM)]
-        with self.rls(caller, search=True) as conn:
+        parsed = parse_query(COMMON_TERM)
+        terms = Terms(parsed.words, parsed.phrases, parsed.excluded)
+        hydrating = search.hydrate_params(caller, terms, ids, caller.visible_owners())
+        with self.rls(caller, search=True) as tx:
             plans["search_candidates() call, runtime role (common term)"] = _explain(
-                conn, query("search_candidates"), common
+                tx.conn, query("search_candidates"), common
             )
             plans["hydrate_hits, runtime role, RLS (common term)"] = _explain(
-                conn, query("hydrate_hits"), {**common, "ids": ids}
+                tx.conn, query("hydrate_hits"), hydrating
             )
         for name, texts in cases.items():
             text = texts[0]
@@ -764,12 +788,12 @@ class Bench:
             "path": address.path,
             "contexts": list(caller.context.ancestors),
         }
-        with self.rls(caller) as conn:
+        with self.rls(caller) as tx:
             plans["resolve_address (read by path), runtime role, RLS"] = _explain(
-                conn, query("resolve_address"), read_params
+                tx.conn, query("resolve_address"), read_params
             )
             plans["list_page (first page), runtime role, RLS"] = _explain(
-                conn, query("list_page"), self.list_params(caller)
+                tx.conn, query("list_page"), self.list_params(caller)
             )
         return plans, steps
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from memory_local.postgres import admin_server
 from memory_server.after_response import AfterResponse
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.service import McpService, Settings
 
 from .corpus import TYPICAL_TERM, TextGenerator

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import psycopg
 import pytest
 from memory_local.postgres import admin_server
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.migrate import drop_database
+from memory_server.operations.store import Store
 from memory_server.provision import Passwords, provision
-from memory_server.store import Store
 
 if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it starts
     from tests.support import SharedStack

@@ -19,10 +19,11 @@ from memory_server.admin import operators
 from memory_server.audit import EventBridgeSink, sweep
 from memory_server.caller import Caller, Deadline
 from memory_server.contexts import parse_context
-from memory_server.db import request_settings
+from memory_server.data.pool import request_settings
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.operations.membership import resolve_caller
+from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
-from memory_server.store import Store, resolve_caller
 
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 # The tools a caller with every grant is offered (tools/list).

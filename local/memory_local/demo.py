@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from memory_server import sql_files
 from memory_server.admin import operators
 from memory_server.contexts import parse_context
+from memory_server.data import statements as sql_files
 from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.models import RememberArgs, WriteArgs
 from memory_server.operations import memory_remember, memory_write
-from memory_server.store import Store, resolve_caller
+from memory_server.operations.membership import resolve_caller
+from memory_server.operations.store import Store
 
 from .aws import LocalAws
 from .tokens import LocalIssuer

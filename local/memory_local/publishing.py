@@ -39,7 +39,7 @@ from memory_server import aws_config
 from memory_server.after_response import Job, Worker, run_jobs
 from memory_server.audit import EventBridgeSink, PublishJob
 from memory_server.caller import Caller
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.limits import AFTER_RESPONSE_BATCH, AFTER_RESPONSE_LINGER_S, AFTER_RESPONSE_QUEUE
 
 logger = logging.getLogger(__name__)

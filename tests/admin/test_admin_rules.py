@@ -10,8 +10,8 @@ import pytest
 from memory_server.admin import operators
 from memory_server.caller import Deadline
 from memory_server.contexts import parse_context
-from memory_server.db import request_settings
-from memory_server.store import resolve_caller
+from memory_server.data.pool import request_settings
+from memory_server.operations.membership import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, call, create_agent_key
 from tests.endpoint.conftest import event

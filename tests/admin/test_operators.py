@@ -10,7 +10,7 @@ import pytest
 from memory_server.admin import operators
 from memory_server.contexts import parse_context
 from memory_server.errors import AdminError
-from memory_server.store import resolve_caller
+from memory_server.operations.membership import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, FakeDirectory, call
 from tests.support import resolve_with_all_scopes

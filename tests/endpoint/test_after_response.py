@@ -303,7 +303,7 @@ def test_without_an_extensions_api_publishing_falls_back_to_inline() -> None:
 KILLED_SCRIPT = """
 import json, sys, time
 from memory_server.after_response import AfterResponse, Worker
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.service import McpService, Settings
 from tests.endpoint.conftest import event
 

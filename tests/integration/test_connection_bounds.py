@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from memory_server import limits, runtime
 from memory_server.caller import Deadline
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.errors import ToolError
 
 
@@ -85,7 +85,7 @@ def black_hole(cluster: Any) -> Iterator[SilentThenForwarding]:
 
 def select_one(db: Database, seconds: float = 3.0) -> Any:
     # One statement before any caller exists, as caller resolution runs it.
-    row = db.resolve(Deadline.after(seconds), "select_one", {})
+    row = db.ping(Deadline.after(seconds))
     return None if row is None else {"one": next(iter(row.values()))}
 
 

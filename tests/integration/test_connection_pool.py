@@ -7,10 +7,10 @@ import uuid
 
 import psycopg
 from memory_server.caller import Deadline
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.models import ReadArgs, parse_args
 from memory_server.operations import memory_read
-from memory_server.store import Store
+from memory_server.operations.store import Store
 
 
 def _backends(admin: psycopg.Connection, app: str) -> list[int]:

@@ -12,15 +12,16 @@ from typing import Any
 
 import psycopg
 import pytest
-from memory_server import records
 from memory_server.addresses import parse_path_address
 from memory_server.admin import operators
 from memory_server.caller import Deadline
 from memory_server.contexts import parse_context
+from memory_server.data import records
+from memory_server.data.records import Content
 from memory_server.errors import AdminError, ToolError
 from memory_server.models import RememberArgs
 from memory_server.operations import memory_remember
-from memory_server.store import resolve_caller
+from memory_server.operations.membership import resolve_caller
 
 from tests.support import (
     ALL_SCOPES,
@@ -78,16 +79,15 @@ def test_erasure_waits_for_a_change_in_flight_and_purges_it(world, store, owner,
 
     def write_slowly() -> None:
         try:
-            with store.db.transaction(caller, Deadline.after(20)) as conn:
+            with store.db.write(caller, Deadline.after(20)) as tx:
                 row = records.create(
-                    conn,
+                    tx,
                     caller,
                     address,
                     context_key="workspace",
-                    body="written while being erased",
-                    source=None,
+                    content=Content("late.md", "written while being erased", None),
                     operation="create",
-                )
+                ).get()
                 outcome["row"] = row
                 written.set()
                 release.wait(10)

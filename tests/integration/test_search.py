@@ -12,8 +12,8 @@ from memory_server.caller import Deadline
 from memory_server.errors import ToolError
 from memory_server.models import SearchArgs
 from memory_server.operations import memory_search
+from memory_server.operations.store import Store
 from memory_server.ranking import Candidate, DeterministicRanker
-from memory_server.store import Store
 
 from tests.support import table_locked
 
@@ -408,10 +408,10 @@ def test_a_spent_budget_returns_the_best_of_what_it_fetched(world, cluster) -> N
     caller = agent.caller
 
     def candidates(budget: int) -> list[tuple[str, float]]:
-        with agent.store.db.transaction(caller, Deadline(), read_only=True) as conn:
+        with agent.store.db.read(caller, Deadline()) as tx:
             return [
                 (str(r["memory_id"]), r["score"])
-                for r in conn.execute(
+                for r in tx.conn.execute(
                     "SELECT memory_id, score FROM memory.search_candidates("
                     "%s, '{}', '{}', %s, %s, %s, %s, %s)",
                     ("lark finch", caller.visible_owners(), ["memories"], 8, budget, 100_000),
@@ -445,8 +445,8 @@ def test_search_never_scans_a_table_sequentially(world, cluster) -> None:  # typ
     its index expression computed, hundreds of milliseconds a question once a thousand
     records were written. Here the planner is told that sequential reads cost nothing;
     the search must still go through its indexes."""
-    from memory_server.db import request_settings
-    from memory_server.sql_files import query
+    from memory_server.data.pool import request_settings
+    from memory_server.data.statements import query
 
     from bench.search_bench import search_params
 

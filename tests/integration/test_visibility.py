@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from memory_server.contexts import parse_context
 from memory_server.errors import ContextUnavailable, ToolError
-from memory_server.store import resolve_caller
+from memory_server.operations.membership import resolve_caller
 
 
 def visible_uris(agent) -> set[str]:  # type: ignore[no-untyped-def]

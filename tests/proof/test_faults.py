@@ -27,7 +27,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from memory_local.aws import AUDIT_TAP_RULE, IDEMPOTENCY_TABLE
 from memory_local.gateway import ApiGateway
-from memory_server.db import Database
+from memory_server.data.pool import Database
 from memory_server.service import McpService, Settings
 
 from tests.proof.support import (

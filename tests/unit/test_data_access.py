@@ -1,9 +1,11 @@
-"""The data-access layer's boundaries, read from the source (no database).
+"""The data-access package's boundaries, read from the source (no database).
 
-Statements run only from ``sql_files.py``, ``db.py`` (request transactions) and
-``migrate.py`` (migration files and composed role statements), in the server and in
-the code around it (Lambda handlers, CLI, dev stack); every statement is a file
-under ``sql/`` that some code names, and every name the code passes is a file.
+Only ``memory_server.data`` (and ``migrate.py``, the migration runner) executes
+statements or holds statement names: every other module of the server, the Lambda
+handlers, the CLI and the dev stack call its typed functions. Every statement is a
+file under ``data/sql/`` that the package names, and every name it passes is a file.
+No statement function takes a callback (``then=``): a request's steps are ordered by
+the operation, the data layer never calls back up.
 """
 
 from __future__ import annotations
@@ -14,19 +16,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "core" / "memory_server"
-STATEMENTS = {path.stem for path in (PACKAGE / "sql").glob("*.sql")}
+DATA = PACKAGE / "data"
+STATEMENTS = {path.stem for path in (DATA / "sql").glob("*.sql")}
 
-# The layer: the only modules that may call execute.
-LAYER = {"sql_files.py", "db.py", "migrate.py"}
-# Pending: modules still to move their statements to sql_files (none left; an entry
-# here must be removed once its module no longer calls execute).
-PENDING: set[str] = set()
-
-# Where a statement may be named: the server and the code that runs it.
-CODE = [PACKAGE, ROOT / "bench", ROOT / "functions", ROOT / "local"]
-# The layer's functions, and where each takes the statement's name.
-NAME_ARGUMENT = {"query": 0, "cursor": 1, "one": 1, "rows": 1, "run": 1}
-READ_NAME_ARGUMENT = 2  # Database.read(caller, deadline, name, params)
+# Outside data/, the only module that may call execute: the migration runner (its
+# role statements are composed, not files).
+OUTSIDE_DATA = {"migrate.py"}
+# How statements are named inside the package: Transaction.query/execute(name, ...),
+# statements.cursor/one/rows/run(conn, name, ...), statements.query(name).
+NAME_ARGUMENT = {"query": 0, "execute": 0, "cursor": 1, "one": 1, "rows": 1, "run": 1}
 
 
 def _modules(*roots: Path) -> Iterator[tuple[str, ast.Module]]:
@@ -49,100 +47,96 @@ def _executes(tree: ast.Module) -> list[int]:
     ]
 
 
-def _literal(args: list[ast.expr], index: int) -> str | None:
-    if len(args) > index:
-        arg = args[index]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            return arg.value
-    return None
-
-
 def _names_passed(tree: ast.Module) -> Iterator[tuple[int, str]]:
-    """Statement names given as literals: to the layer's functions (``sql_files.one``
-    or an imported ``query``), to ``Database.read``, and as the first of a returned
-    ``(name, params)`` pair (``resolve_statement``, a read's follow-up)."""
+    """String literals passed where a statement name goes."""
     for node in ast.walk(tree):
-        name = None
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in NAME_ARGUMENT:
-                if isinstance(func.value, ast.Name) and func.value.id == "sql_files":
-                    name = _literal(node.args, NAME_ARGUMENT[func.attr])
-            elif isinstance(func, ast.Name) and func.id in NAME_ARGUMENT:
-                name = _literal(node.args, NAME_ARGUMENT[func.id])
-            if isinstance(func, ast.Attribute) and func.attr == "read":
-                name = _literal(node.args, READ_NAME_ARGUMENT)
-            if name is not None:
-                yield node.lineno, name
-        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
-            name = _literal(node.value.elts, 0) if len(node.value.elts) == 2 else None
-            if name is not None:
-                yield node.lineno, name
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if attr in NAME_ARGUMENT and len(node.args) > NAME_ARGUMENT[attr]:
+            arg = node.args[NAME_ARGUMENT[attr]]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                yield node.lineno, arg.value
 
 
-def test_only_the_layer_executes_statements() -> None:
+def _in_data(module: str) -> bool:
+    return module.startswith("data/")
+
+
+def test_only_the_data_package_executes_statements() -> None:
     offenders = {
         module: lines
         for module, tree in _modules(PACKAGE)
-        if module not in LAYER | PENDING and (lines := _executes(tree))
+        if not _in_data(module) and module not in OUTSIDE_DATA and (lines := _executes(tree))
     }
-    assert offenders == {}, "run statements through sql_files (one, rows, run, cursor)"
+    assert offenders == {}, "run statements through a typed function of memory_server.data"
 
 
 def test_nothing_outside_the_server_executes_statements() -> None:
     """The Lambda handlers, the CLI and the dev stack (demo seed included) go through
-    the layer too. The benchmarks (``bench/``) time statements of their own and are
-    left out."""
+    the package too. The benchmarks (``bench/``) time statements of their own."""
     offenders = {
         f"{root.relative_to(ROOT).as_posix()}/{module}": lines
         for root in (ROOT / "functions", ROOT / "cli", ROOT / "local")
         for module, tree in _modules(root)
         if (lines := _executes(tree))
     }
-    assert offenders == {}, "run statements through memory_server.sql_files"
+    assert offenders == {}, "run statements through a typed function of memory_server.data"
 
 
-def test_pending_modules_still_pending() -> None:
-    """An allow-list entry outlives its reason silently otherwise."""
-    trees = dict(_modules(PACKAGE))
-    done = [module for module in sorted(PENDING) if not _executes(trees[module])]
-    assert done == [], f"no longer calls execute: remove from PENDING: {done}"
+def test_statement_names_stay_in_the_package() -> None:
+    """Outside ``data/`` no code passes a statement's name (the benchmarks explain a
+    few statements by name, and are left out)."""
+    offenders = [
+        f"{root.relative_to(ROOT).as_posix()}/{module}:{line}: {name}"
+        for root in (PACKAGE, ROOT / "functions", ROOT / "cli", ROOT / "local")
+        for module, tree in _modules(root)
+        if not (root == PACKAGE and _in_data(module))
+        for line, name in _names_passed(tree)
+        if name in STATEMENTS
+    ]
+    assert offenders == []
 
 
-def test_the_layer_exists() -> None:
-    trees = dict(_modules(PACKAGE))
-    assert trees.keys() >= LAYER | PENDING
-    assert STATEMENTS  # the glob found the statements
-
-
-def test_every_statement_is_named_in_the_code() -> None:
+def test_every_statement_is_named_in_the_package() -> None:
     literals = {
         node.value
-        for _, tree in _modules(*CODE)
+        for _, tree in [*_modules(DATA), ("migrate.py", ast.parse((PACKAGE / "migrate.py").read_text()))]
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }
+    assert STATEMENTS
     assert sorted(STATEMENTS - literals) == [], "statements no code names (dead): delete them"
 
 
 def test_every_name_passed_is_a_statement() -> None:
     missing = [
-        f"{root.relative_to(ROOT).as_posix()}/{module}:{line}: {name}"
-        for root in CODE
-        for module, tree in _modules(root)
+        f"{module}:{line}: {name}"
+        for module, tree in _modules(DATA)
         for line, name in _names_passed(tree)
-        if name not in STATEMENTS
+        if name not in STATEMENTS and not name.startswith(("BEGIN", "COMMIT"))
     ]
-    assert missing == [], "no sql/<name>.sql for these"
+    assert missing == [], "no data/sql/<name>.sql for these"
 
 
 def test_the_name_checks_see_the_call_sites() -> None:
     """The checks above are only as good as their view of the call shapes in use."""
-    seen = {name for root in CODE for _, tree in _modules(root) for _, name in _names_passed(tree)}
+    seen = {name for _, tree in _modules(DATA) for _, name in _names_passed(tree)}
     for shape in (
-        "admin_member",  # sql_files.one(conn, "admin_member", ...)
-        "list_page",  # store.db.read(caller, deadline, "list_page", params)
-        "hydrate_hits",  # a read's follow-up returns ("hydrate_hits", params)
-        "resolve_address",  # resolve_statement returns ("resolve_address", params)
+        "list_page",  # tx.query("list_page", params, every)
+        "store_idempotency_result",  # tx.execute(name, params)
+        "resolve_settings",  # statements.cursor(conn, name, params)
     ):
         assert shape in seen, shape
+
+
+def test_no_statement_function_takes_a_callback() -> None:
+    """``then=`` (a follow-up computed by the caller mid-transaction) is gone for good."""
+    offenders = [
+        f"{module}:{node.lineno}"
+        for module, tree in _modules(DATA)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.arg) and node.arg == "then"
+    ]
+    assert offenders == []

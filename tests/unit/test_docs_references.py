@@ -410,7 +410,7 @@ def test_the_checker_catches_broken_references() -> None:
         "docs/contract.md §99": "no section",
     }
     fine = [
-        "`layers/core/memory_server/db.py`",
+        "`layers/core/memory_server/data/pool.py`",
         "`infra/migrations/NNNN_*.sql`",
         "`memory_server/aws_config.py`",
         "`memory_server.protocol.dispatcher`",

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from memory_server.addresses import RecordAddress, parse_path
 from memory_server.budget import fit_leading
 from memory_server.caller import Deadline
+from memory_server.content import check_content, skill_arguments, split_front_matter
 from memory_server.errors import ToolError
 from memory_server.operations.completions import could_be_path
 from memory_server.operations.skills import prompt_name, skill_address
+from memory_server.operations.store import Store
 from memory_server.protocol import completions
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import CallContext
-from memory_server.records import check_content, skill_arguments, split_front_matter
-from memory_server.store import Store
 
 from tests.unit.support import alice_caller
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memory_server.caller import Caller, Deadline
 from memory_server.errors import RpcError, ToolError
+from memory_server.operations.store import Store
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import (
     TOOLS,
@@ -21,7 +22,6 @@ from memory_server.protocol.tools import (
     tool_definition,
     tool_result,
 )
-from memory_server.store import Store
 
 from tests.unit.support import alice_caller
 

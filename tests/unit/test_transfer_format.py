@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from memory_cli import transfer
 from memory_server.addresses import RecordAddress, parse_address
 from memory_server.budget import utf8_window
+from memory_server.content import check_source
 from memory_server.contexts import encode_id, parse_context
-from memory_server.records import check_source
 
 META: dict[str, Any] = {
     "uri": "memory://workspace/notes/a/b.md",

@@ -23,12 +23,12 @@ from typing import Any, Protocol
 
 import psycopg
 
-from . import sql_files
 from .after_response import AfterResponse
 from .caller import Caller, Deadline
-from .db import Database
+from .data import audit as outbox
+from .data.pool import Database
 from .limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
-from .records import iso
+from .summaries import iso
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class EventBridgeSink:
         return results
 
 
-def event_entry(workspace: str, row: dict[str, Any]) -> dict[str, Any]:
+def event_entry(workspace: str, row: Any) -> dict[str, Any]:
     detail = {
         "event_id": row["id"],
         "workspace": workspace,
@@ -85,24 +85,14 @@ def publish_requests(db: Database, callers: Sequence[Caller], sink: EventSink) -
     (so the same row-level view) in one transaction and as few ``PutEvents`` as the
     rows need; what fails stays for the sweeper. Returns how many were published."""
     first = callers[0]
-    with db.transaction(first, Deadline.after(AUDIT_PUBLISH_DEADLINE_S)) as conn:
-        sql_files.run(conn, "publish_commit_async")
-        rows = sql_files.cursor(
-            conn,
-            "request_audit_rows",
-            {
-                "workspace_id": first.workspace_id,
-                "request_ids": [caller.request_id for caller in callers],
-            },
-        ).fetchall()
+    with db.write(first, Deadline.after(AUDIT_PUBLISH_DEADLINE_S)) as tx:
+        rows = outbox.claim_request_rows(tx, first.workspace_id, list(callers)).get()
         if not rows:
             return 0
         sent = sink.put([event_entry(first.workspace, row) for row in rows])
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
-        sql_files.run(
-            conn, "mark_audit_published", {"workspace_id": first.workspace_id, "ids": ids}
-        )
-        return len(ids)
+        outbox.mark_published(tx, first.workspace_id, ids)
+    return len(ids)
 
 
 def publish_or_defer(db: Database, caller: Caller, sink: EventSink | None) -> None:
@@ -162,14 +152,12 @@ def sweep(
     Runs as the auditor role. Returns (published, failed).
     """
     with auditor.transaction():
-        rows = sql_files.rows(
-            auditor, "sweep_claim_unpublished", {"limit": limit, "min_age": min_age}
-        )
+        rows = outbox.claim_unpublished(auditor, limit=limit, min_age=min_age)
         if not rows:
             return 0, 0
         sent = sink.put([event_entry(row["workspace"], row) for row in rows])
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
-        sql_files.run(auditor, "sweep_mark_published", {"ids": ids})
+        outbox.mark_swept(auditor, ids)
     return len(ids), len(rows) - len(ids)
 
 

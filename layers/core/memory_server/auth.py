@@ -16,7 +16,7 @@ from typing import Any
 
 from .caller import Caller, Deadline
 from .contexts import parse_context
-from .db import Database
+from .data.pool import Database
 from .errors import (
     EdgeError,
     ToolError,
@@ -27,8 +27,8 @@ from .errors import (
 )
 from .gateway_events import SLUG, request_headers, resource_url, token_identity
 from .grants import SCOPE_GRANTS
+from .operations.membership import resolve_caller
 from .origins import OriginPolicy
-from .store import resolve_caller
 
 
 @dataclass(frozen=True, slots=True)

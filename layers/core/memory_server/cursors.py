@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import invalid
-from .limits import CURSOR_TTL_S
+from .limits import CURSOR_MAX_CHARS, CURSOR_TTL_S
 
 
 def _b64(data: bytes) -> str:
@@ -41,7 +41,7 @@ def decode_cursor(
     secret: bytes, cursor: object, binding: Mapping[str, Any], *, now: float | None = None
 ) -> Any:
     """The position stored in ``cursor``, if it was issued to this exact binding."""
-    if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > 2048:
+    if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > CURSOR_MAX_CHARS:
         raise invalid("cursor is not valid")
     body_text, signature_text = cursor.split(".")
     try:

@@ -162,6 +162,14 @@ def not_found() -> ToolError:
     return ToolError("not_found", "no such record in your view")
 
 
+def revision_conflict(current_revision: int) -> ToolError:
+    return ToolError(
+        "revision_conflict",
+        f"the record is at revision {current_revision}; re-read it and retry",
+        current_revision=current_revision,
+    )
+
+
 def unauthenticated(scope: str) -> EdgeError:
     return EdgeError(401, "unauthorized", body={"message": "Unauthorized"}, challenge=scope)
 

@@ -55,6 +55,7 @@ CONTEXT_ARG_MAX_CHARS = 512
 CURSOR_MAX_CHARS = 2048
 QUERY_MAX_CHARS = 512
 QUERY_MAX_BYTES = 2048
+SOURCE_MAX_BYTES = 1024  # a source, UTF-8 (at most SOURCE_MAX_CHARS characters too)
 CONTENT_MAX_BYTES = 65536
 FACT_MAX_BYTES = 4096
 READ_DEFAULT_BYTES = 16384
@@ -78,6 +79,11 @@ COMPLETION_PREFIX_MAX_BYTES = 256  # a longer typed prefix completes to nothing
 # search that can prove nothing unfetched could enter its top results stops earlier.
 SEARCH_FETCH_BUDGET = 800
 SEARCH_SCORE_BUDGET = 4000
+# A hit's excerpt is cut (ts_headline, sql/hydrate_hits.sql) from the first this many
+# characters of its body, as 25 to 70 words in at most two fragments, before the
+# response budget trims it to SEARCH_EXCERPT_BYTES.
+SEARCH_EXCERPT_SOURCE_CHARS = 20_000
+SEARCH_EXCERPT_WORDS = (25, 70)
 
 # -- Admin API (docs/admin.md) ------------------------------------------------------
 ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context

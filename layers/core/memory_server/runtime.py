@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 
 from . import after_response, aws_config
-from .db import Database
+from .data.pool import Database
 from .protocol.tools import Observer
 from .service import McpService, Settings
 

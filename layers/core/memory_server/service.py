@@ -20,18 +20,18 @@ from .admin.http import AdminApi
 from .admin.identity import LambdaDirectory
 from .after_response import AfterResponse
 from .auth import Authenticator
-from .db import Database
+from .data.pool import Database
 from .edge import Edge
 from .gateway_events import token_identity
 from .idempotency import DynamoDbIdempotency
 from .operations import memory_remember
+from .operations.store import Store
 from .origins import OriginPolicy, parse_list
 from .protocol import completions, prompts, resources
 from .protocol.dispatcher import Dispatcher
 from .protocol.endpoint import McpRoute
 from .protocol.tools import Observer, ToolTable
 from .signin.registry import SigninTable, UsageRecorder
-from .store import Store
 
 INSTRUCTIONS = (
     "Memory for agents. Search before writing; read before replacing (writes need the "

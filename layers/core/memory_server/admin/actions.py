@@ -19,13 +19,13 @@ from typing import Any
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
-from .. import sql_files
 from ..caller import Caller, Deadline
-from ..db import Connection, Database
+from ..data import statements as sql_files
+from ..data.pool import Connection, Database
 from ..errors import AdminError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from ..limits import ADMIN_DEADLINE_S
-from ..records import iso
+from ..summaries import iso
 from . import models as m
 from .errors import conflict, invalid_field, missing, unknown_identity
 from .identity import AgentClients
@@ -35,15 +35,15 @@ ADMIN_URI = "memory-admin://"
 
 @contextmanager
 def _reading(db: Database, caller: Caller) -> Iterator[Connection]:
-    with db.transaction(caller, Deadline.after(ADMIN_DEADLINE_S), read_only=True) as conn:
-        yield conn
+    with db.read(caller, Deadline.after(ADMIN_DEADLINE_S)) as tx:
+        yield tx.conn
 
 
 @contextmanager
 def _changing(db: Database, caller: Caller) -> Iterator[Connection]:
-    with db.transaction(caller, Deadline.after(ADMIN_DEADLINE_S)) as conn:
-        sql_files.run(conn, "admin_lock_workspace", {"workspace_id": caller.workspace_id})
-        yield conn
+    with db.write(caller, Deadline.after(ADMIN_DEADLINE_S)) as tx:
+        sql_files.run(tx.conn, "admin_lock_workspace", {"workspace_id": caller.workspace_id})
+        yield tx.conn
 
 
 def _record(

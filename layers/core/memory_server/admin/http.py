@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from ..audit import Publisher
 from ..auth import ADMIN_GATE, Authenticator
 from ..caller import Caller, Deadline
-from ..db import Database
+from ..data.pool import Database
 from ..errors import AdminError, ServiceError, http_answer
 from ..gateway_events import empty_response, json_response, request_body
 from . import actions

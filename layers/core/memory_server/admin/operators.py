@@ -35,7 +35,7 @@ Rules, the same for every caller:
   members, who must be members of the workspace (as through the admin API).
 
 Statements are the ``sql/operator_*.sql`` files (and the ``admin_*`` ones where the
-change is the admin API's own), run through :mod:`memory_server.sql_files`.
+change is the admin API's own), run through :mod:`memory_server.data.statements`.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..data.statements import Row, one, rows, run
 from ..errors import AdminError
 from ..gateway_events import SLUG_PATTERN
 from ..grants import ALL_GRANTS, lacks_read, sorted_grants
-from ..records import iso
-from ..sql_files import Row, one, rows, run
+from ..summaries import iso
 from .errors import conflict, invalid_field
 from .identity import Directory
 from .models import SUBJECT_PATTERN, registrable_context

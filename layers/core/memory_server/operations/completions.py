@@ -13,13 +13,12 @@ from dataclasses import dataclass
 
 from ..addresses import KINDS, Kind, Namespace
 from ..caller import Caller, Deadline
+from ..data import records
 from ..errors import ToolError
 from ..limits import COMPLETION_MAX_VALUES, COMPLETION_PREFIX_MAX_BYTES, PATH_MAX_BYTES
-from ..records import view
-from ..store import Store
 from .skills import PERSONAL, SKILL_FILE, prompt_name
+from .store import Store
 
-_PATH_END = "\U0010ffff"  # above every character a path may hold (C collation)
 _PUNCTUATION = frozenset("._-/")
 
 
@@ -61,17 +60,11 @@ def _run(
 ) -> list[tuple[uuid.UUID, str, str]]:
     if not ranges:
         return []
-    params = {
-        **view(caller),
-        "range_owners": [owner for owner, _, _ in ranges],
-        "range_kinds": [kind for _, kind, _ in ranges],
-        "range_lows": [low for _, _, low in ranges],
-        "range_highs": [low + _PATH_END for _, _, low in ranges],
-        "skill_folders": skill_folders,
-        "limit": COMPLETION_MAX_VALUES + 1,
-    }
-    rows = store.db.read(caller, deadline or Deadline(), "complete_paths", params)
-    return [(row["owner_id"], row["kind"], row["path"]) for row in rows]
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        found = records.complete_paths(
+            tx, caller, ranges, skill_folders=skill_folders, limit=COMPLETION_MAX_VALUES + 1
+        )
+    return found.get()
 
 
 def _owner(caller: Caller, namespace: Namespace) -> uuid.UUID | None:

@@ -11,13 +11,13 @@ from functools import partial
 from ..addresses import parse_prefix
 from ..caller import Caller, Deadline
 from ..cursors import decode_cursor, encode_cursor
+from ..data import records
 from ..grants import sorted_grants
 from ..models import ListArgs
-from ..records import summary, view
 from ..results import ListPage
-from ..store import Store
+from ..summaries import summary
+from .store import Store
 
-_PATH_END = "\U0010ffff"  # above every valid path under the C collation
 _START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
 
 
@@ -38,20 +38,17 @@ def memory_list(
     if args.cursor is not None:
         after = decode_cursor(store.cursor_secret, args.cursor, binding)
     owners = [caller.owner_for(prefix.namespace)] if prefix.namespace else caller.visible_owners()
-    folder = prefix.folder
-    params = {
-        **view(caller),
-        "owners": owners,
-        "kind": prefix.kind,
-        "path_low": folder,
-        "path_high": folder[:-1] + "0" if folder else _PATH_END,  # '0' follows '/'
-        "after_kind": after[0],
-        "after_path": after[1],
-        "after_context": after[2],
-        "after_id": after[3],
-        "limit": args.limit + 1,
-    }
-    rows = store.db.read(caller, deadline or Deadline(), "list_page", params)
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        found = records.list_page(
+            tx,
+            caller,
+            owners=owners,
+            kind=prefix.kind,
+            folder=prefix.folder,
+            after=after,
+            limit=args.limit + 1,
+        )
+    rows = found.get()
 
     page = rows[: args.limit]
     return ListPage(

@@ -1,10 +1,10 @@
 """memory_move: a new path for the same record (same id, revision + 1).
 
-One transaction of two round trips (``Database.change``): the record is read with
-``BEGIN`` and the caller's settings (its namespace, revision and body decide what
-the move may do); the move, which first looks at what the destination resolves to,
-travels with ``COMMIT`` (``memory.move_record``). A move that matches no row (a
-concurrent writer got there first) is explained by a read of its own.
+One transaction of two round trips: the record is read with ``BEGIN`` and the
+caller's settings (its namespace, revision and body decide what the move may do);
+the move, which first looks at what the destination resolves to, travels with
+``COMMIT`` (``memory.move_record``). A move that matches no row (a concurrent writer
+got there first) is explained by a read of its own.
 """
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ from typing import Any
 
 from ..addresses import parse_path_address, parse_record_address
 from ..caller import Caller, Deadline
-from ..errors import ToolError, invalid, not_found
+from ..data import records
+from ..data.records import Occupied
+from ..errors import ToolError, invalid, not_found, revision_conflict
 from ..models import MoveArgs
-from ..records import (
-    check_content,
-    conflict,
-    explain_change_miss,
-    move_statement,
-    resolve_statement,
-)
-from ..sql_files import Row
-from ..store import Store
+from .changes import new_content, settled, writable
+from .store import Store
 
 
 def memory_move(
@@ -32,33 +27,27 @@ def memory_move(
     address = parse_record_address(args.uri)
     destination = parse_path_address(args.new_uri, what="new_uri")
     deadline = deadline or Deadline()
-    resolved: list[Row] = []
-
-    def move_current(rows: list[Row]) -> tuple[str, dict[str, Any]]:
-        if not rows:
+    with store.db.write(caller, deadline) as tx:
+        current = records.find(tx, caller, address).get()
+        if current is None:
             raise not_found()
-        current = rows[0]
-        resolved.append(current)
         namespace = caller.namespace_of(current["owner_id"])
-        caller.require_write(namespace)
         if destination.namespace != namespace:
+            caller.require_write(namespace)
             raise invalid("a move keeps the record's namespace (me or workspace)")
+        writable(caller, destination)
         if current["revision"] != args.expected_revision:
-            raise conflict(current["revision"])
-        return move_statement(
+            raise revision_conflict(current["revision"])
+        moved = records.move(
+            tx,
             caller,
             current["id"],
             destination,
             expected_revision=args.expected_revision,
-            body=check_content(destination, current["body"]),
+            content=new_content(destination, current["body"], None),
         )
-
-    found = resolve_statement(caller, address)
-    moved = store.db.change(caller, deadline, *found, then=move_current)
-    (current,) = resolved
-    if not moved:  # another writer moved it on, or it left the view
-        raise explain_change_miss(store.db, caller, deadline, current["id"])
-    row = moved[0]
-    if not row["moved"]:  # the destination is taken (or was, concurrently)
+    outcome = moved.get()
+    if isinstance(outcome, Occupied):  # the destination is taken (or was, concurrently)
         raise ToolError("already_exists", "new_uri already resolves to a record")
-    return {"uri": destination.uri, "id": str(row["id"]), "revision": row["revision"]}
+    row = settled(store.db, caller, deadline, outcome)
+    return {"uri": destination.uri, "id": str(row.id), "revision": row.revision}

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import sql_files
 from ..addresses import Address, RevisionAddress, parse_address
 from ..budget import utf8_window
 from ..caller import Caller, Deadline
-from ..db import Connection
+from ..data import records
+from ..data.pool import Pending, Transaction
+from ..data.records import HistoryRow
 from ..errors import not_found
 from ..limits import HISTORY_LIMIT
 from ..models import ReadArgs
-from ..records import iso, resolve_statement, summary, uri_of, view
-from ..store import Store
+from ..summaries import iso, summary, uri_of
+from .store import Store
 
 
 def memory_read(
@@ -22,13 +23,13 @@ def memory_read(
     caller.require_read()
     address = parse_address(args.uri)
     deadline = deadline or Deadline()
-    history = None
-    if args.history:
-        with store.db.transaction(caller, deadline, read_only=True) as conn:
-            row = _one(sql_files.rows(conn, *_statement(caller, address)), address)
-            history = _history(conn, caller, row)
-    else:  # one statement: one round trip
-        row = _one(store.db.read(caller, deadline, *_statement(caller, address)), address)
+    history: Pending[list[HistoryRow]] | None = None
+    with store.db.read(caller, deadline) as tx:
+        found = _find(tx, caller, address)
+        if args.history:  # the history needs the record's id: a second round trip
+            row = _one(found.get(), address)
+            history = records.history(tx, caller, row["id"], HISTORY_LIMIT)
+    row = _one(found.get(), address)
 
     content, next_offset = utf8_window(row["body"], args.offset, args.max_bytes)
     result: dict[str, Any] = {
@@ -43,7 +44,17 @@ def memory_read(
         "source": row["source"],
     }
     if history is not None:
-        result["history"] = history
+        result["history"] = [
+            {
+                "revision": entry["revision"],
+                "operation": entry["operation"],
+                "uri": uri_of(caller, entry),
+                "at": iso(entry["created_at"]),
+                "by": entry["writer"],
+                "source": entry["source"],
+            }
+            for entry in history.get()
+        ]
     return result
 
 
@@ -52,8 +63,9 @@ def read_revision(
 ) -> dict[str, Any]:
     """An immutable revision's full content (for revision resources)."""
     caller.require_read()
-    statement = _statement(caller, address)
-    row = _one(store.db.read(caller, deadline or Deadline(), *statement), address)
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        found = _find(tx, caller, address)
+    row = _one(found.get(), address)
     return {
         "uri": address.uri,
         "id": str(row["id"]),
@@ -62,19 +74,17 @@ def read_revision(
     }
 
 
-def _statement(caller: Caller, address: Address) -> tuple[str, dict[str, Any]]:
-    """The name and parameters of the statement that reads the address."""
+def _find(tx: Transaction, caller: Caller, address: Address) -> Pending[Any]:
+    """The statement that reads the address: a revision, or a record by path or id."""
     if isinstance(address, RevisionAddress):
-        params = {**view(caller), "id": address.id, "revision": address.revision}
-        return "read_revision", params
-    return resolve_statement(caller, address)
+        return records.read_revision(tx, caller, address.id, address.revision)
+    return records.find(tx, caller, address)
 
 
-def _one(rows: list[dict[str, Any]], address: Address) -> dict[str, Any]:
+def _one(row: Any, address: Address) -> dict[str, Any]:
     """The record (or revision) read, or not_found."""
-    if not rows:
+    if row is None:
         raise not_found()
-    row = rows[0]
     if isinstance(address, RevisionAddress):
         # A revision's provenance is its own writer and time.
         return {
@@ -83,21 +93,4 @@ def _one(rows: list[dict[str, Any]], address: Address) -> dict[str, Any]:
             "updated_by": row["writer"],
             "updated_at": row["created_at"],
         }
-    return row
-
-
-def _history(conn: Connection, caller: Caller, row: dict[str, Any]) -> list[dict[str, Any]]:
-    entries = sql_files.rows(
-        conn, "history", {**view(caller), "id": row["id"], "limit": HISTORY_LIMIT}
-    )
-    return [
-        {
-            "revision": entry["revision"],
-            "operation": entry["operation"],
-            "uri": uri_of(caller, entry),
-            "at": iso(entry["created_at"]),
-            "by": entry["writer"],
-            "source": entry["source"],
-        }
-        for entry in entries
-    ]
+    return dict(row)

@@ -14,25 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from psycopg.errors import UniqueViolation
-from psycopg.types.json import Jsonb
 
-from .. import sql_files
 from ..addresses import RecordAddress, parse_path_address
 from ..caller import Caller, Deadline
+from ..content import check_source, check_text
 from ..contexts import parse_target_context
-from ..db import Connection
+from ..data import records, remember_keys
+from ..data.pool import Transaction
+from ..data.remember_keys import Key
 from ..errors import ToolError, invalid
 from ..limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES
 from ..models import RememberArgs
-from ..records import (
-    change,
-    check_source,
-    check_text,
-    create,
-    resolve,
-    view,
-)
-from ..store import Store
+from .changes import merged_content, writable
+from .store import Store
 
 _ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
 
@@ -50,7 +44,7 @@ class Remembering:
     source: str | None
     target_context: str
     context_named: bool
-    key: dict[str, str]  # the idempotency key's scope and the request's hash
+    key: Key  # the idempotency key's scope and the request's hash
 
 
 def check_remember(caller: Caller, args: RememberArgs) -> Remembering:
@@ -62,20 +56,14 @@ def check_remember(caller: Caller, args: RememberArgs) -> Remembering:
     fact = _check_fact(args.fact)
     source = check_source(args.source)
     target_context = parse_target_context(args.context, caller.context)
-    caller.owner_for(address.namespace)  # not_found for a missing personal namespace
-    caller.require_write(address.namespace)
+    writable(caller, address)
     request_hash = hashlib.sha256(
         json.dumps(
             {"uri": args.uri, "fact": args.fact, "source": args.source, "context": args.context},
             sort_keys=True,
         ).encode()
     ).hexdigest()
-    key = {
-        "context_key": caller.context.key,
-        "target": address.uri,
-        "key": args.idempotency_key,
-        "request_hash": request_hash,
-    }
+    key = Key(caller.context.key, address.uri, args.idempotency_key, request_hash)
     return Remembering(address, fact, source, target_context, args.context is not None, key)
 
 
@@ -86,47 +74,42 @@ def memory_remember(
     deadline = deadline or Deadline()
     for _ in range(_ATTEMPTS):
         try:
-            with store.db.transaction(caller, deadline) as conn:
-                return _remember_once(conn, caller, checked)
+            with store.db.write(caller, deadline) as tx:
+                return _remember_once(tx, caller, checked)
         except _Retry:
             continue
     raise ToolError("unavailable", "the record kept changing concurrently; retry")
 
 
-def _remember_once(conn: Connection, caller: Caller, checked: Remembering) -> dict[str, Any]:
-    address, fact, source = checked.address, checked.fact, checked.source
-    target_context, key = checked.target_context, checked.key
-    params = {**view(caller), **key}
-    claimed = sql_files.one(conn, "claim_idempotency_key", params)
-    if claimed is None:
-        previous = sql_files.one(conn, "read_idempotency_key", params)
-        if previous is None or previous["result"] is None:
+def _remember_once(tx: Transaction, caller: Caller, checked: Remembering) -> dict[str, Any]:
+    address, fact, source, key = checked.address, checked.fact, checked.source, checked.key
+    if not remember_keys.claim(tx, caller, key).get():
+        previous = remember_keys.read(tx, caller, key).get()
+        if previous is None or previous.result is None:
             raise ToolError("unavailable", "a request with this key is still in flight; retry")
-        if previous["request_hash"] != key["request_hash"]:
+        if previous.request_hash != key.request_hash:
             raise ToolError(
                 "idempotency_key_reused",
                 "this idempotency_key was already used with different arguments",
             )
-        return {**previous["result"], "replayed": True}
+        return {**previous.result, "replayed": True}
 
-    contexts = [target_context] if checked.context_named else None
-    current = resolve(conn, caller, address, contexts=contexts)
+    contexts = [checked.target_context] if checked.context_named else None
+    current = records.find(tx, caller, address, contexts=contexts).get()
     if current is None:
-        body = f"- {fact}\n"
-        row = create(
-            conn,
+        created = records.create(
+            tx,
             caller,
             address,
-            context_key=target_context,
-            body=body,
-            source=source,
+            context_key=checked.target_context,
+            content=merged_content(address, f"- {fact}\n", source),
             operation="merge",
-        )
-        if row is None:
+        ).get()
+        if created is None:
             raise _Retry()  # another writer created it first: merge into theirs
-        result = _remembered(address, row["id"], row["revision"], merged=True)
+        result = _remembered(address, created.id, created.revision, merged=True)
     else:
-        locked = sql_files.one(conn, "lock_record", {**view(caller), "id": current["id"]})
+        locked = records.lock(tx, caller, current["id"]).get()
         if locked is None:
             raise _Retry()  # deleted or moved away meanwhile
         if _contains_fact(locked["body"], fact):
@@ -138,20 +121,21 @@ def _remember_once(conn: Connection, caller: Caller, checked: Remembering) -> di
             body += f"- {fact}\n"
             check_text(body, what="record after merging the fact", max_bytes=CONTENT_MAX_BYTES)
             try:
-                row = change(
-                    conn,
+                changed = records.change(
+                    tx,
                     caller,
                     current["id"],
                     address,
                     expected_revision=locked["revision"],
-                    body=body,
-                    source=source,
+                    content=merged_content(address, body, source),
                     operation="merge",
-                )
+                ).get()
             except UniqueViolation:
                 raise _Retry() from None
-            result = _remembered(address, row["id"], row["revision"], merged=True)
-    sql_files.run(conn, "store_idempotency_result", {**params, "result": Jsonb(result)})
+            if changed is None:  # it moved on under the lock: never, but never merge twice
+                raise _Retry()
+            result = _remembered(address, changed.id, changed.revision, merged=True)
+    remember_keys.complete(tx, caller, key, result)
     return {**result, "replayed": False}
 
 

@@ -11,9 +11,13 @@ whole; the protocol layer fits it to the byte budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..caller import Caller, Deadline
+from ..content import check_text
+from ..data import search
+from ..data.search import HitRow, Terms
 from ..errors import IntegrityViolation, ToolError
 from ..limits import (
     QUERY_MAX_BYTES,
@@ -23,10 +27,10 @@ from ..limits import (
 )
 from ..models import SearchArgs
 from ..ranking import Candidate
-from ..records import check_text, summary, view
 from ..results import Hit, SearchResult
 from ..search_query import parse_query
-from ..store import Store
+from ..summaries import summary
+from .store import Store
 
 
 def memory_search(
@@ -45,37 +49,24 @@ def memory_search(
         # No personal namespace to search, or nothing to look for (only exclusions).
         return SearchResult([])
 
-    params = {
-        **view(caller),
-        "owners": owners,
-        "words": parsed.words,
-        "phrases": parsed.phrases,
-        "excluded": parsed.excluded,
-        "kinds": list(dict.fromkeys(args.kinds)),
-        "limit": limit,
-        "budget": SEARCH_FETCH_BUDGET,
-        "score_budget": SEARCH_SCORE_BUDGET,
-    }
-    ranked: list[Candidate] = []
-
-    def hydration(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
-        offered = [Candidate(row["memory_id"], float(row["score"])) for row in rows]
-        ranked.extend(store.ranker.rank(args.query, offered, limit)[:limit])
-        if not ranked:
-            return None
-        return "hydrate_hits", {**params, "ids": [c.id for c in ranked]}
-
+    terms = Terms(parsed.words, parsed.phrases, parsed.excluded)
     # One snapshot for both phases, so a concurrent delete cannot trip the assertion;
     # the ranker runs between them, and the hydration travels with the commit.
-    hydrated = store.db.read(
-        caller,
-        deadline or Deadline(),
-        "search_candidates",
-        params,
-        then=hydration,
-        isolation="repeatable read",
-    )
-    hits = {row["id"]: row for row in hydrated}
+    with store.db.read(caller, deadline or Deadline(), isolation="repeatable read") as tx:
+        scored = search.candidates(
+            tx,
+            terms,
+            owners=owners,
+            kinds=list(dict.fromkeys(args.kinds)),
+            limit=limit,
+            fetch_budget=SEARCH_FETCH_BUDGET,
+            score_budget=SEARCH_SCORE_BUDGET,
+        ).get()
+        offered = [Candidate(s.id, s.score) for s in scored]
+        ranked = store.ranker.rank(args.query, offered, limit)[:limit]
+        ids = [c.id for c in ranked]
+        hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None
+    hits = hydrated.get() if hydrated is not None else {}
 
     try:
         assert_in_view(caller, ranked, hits)
@@ -95,9 +86,7 @@ def memory_search(
     )
 
 
-def assert_in_view(
-    caller: Caller, ranked: list[Candidate], hydrated: dict[Any, dict[str, Any]]
-) -> None:
+def assert_in_view(caller: Caller, ranked: list[Candidate], hydrated: Mapping[Any, HitRow]) -> None:
     """Every ranked hit must be a distinct record hydrated inside the caller's view."""
     if len({c.id for c in ranked}) != len(ranked):
         raise IntegrityViolation("ranker returned a duplicate hit")

@@ -18,13 +18,15 @@ from typing import Any
 from ..addresses import Namespace, RecordAddress, parse_path
 from ..budget import utf8_prefix
 from ..caller import Caller, Deadline
+from ..content import skill_arguments, split_front_matter
 from ..cursors import decode_cursor, encode_cursor
+from ..data import records
+from ..data.records import SkillRow
 from ..errors import ToolError, not_found
 from ..grants import sorted_grants
 from ..limits import PROMPT_DESCRIPTION_MAX_BYTES, SKILL_HEAD_CHARS
-from ..records import resolve_statement, skill_arguments, split_front_matter, view
 from ..results import ListPage
-from ..store import Store
+from .store import Store
 
 SKILL_FILE = "SKILL.md"
 PERSONAL = "me/"
@@ -86,14 +88,16 @@ def skill_page(
     after = _START
     if cursor is not None:
         after = decode_cursor(store.cursor_secret, cursor, binding)
-    params = {
-        **view(caller),
-        "head_chars": SKILL_HEAD_CHARS,
-        "after_path": after[0],
-        "after_owner": uuid.UUID(after[1]),
-        "limit": limit + 1,
-    }
-    rows = store.db.read(caller, deadline or Deadline(), "skill_page", params)
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        found = records.skill_page(
+            tx,
+            caller,
+            head_chars=SKILL_HEAD_CHARS,
+            after_path=after[0],
+            after_owner=uuid.UUID(after[1]),
+            limit=limit + 1,
+        )
+    rows = found.get()
     page = rows[:limit]
     return ListPage(
         items=[_listed(caller, row) for row in page],
@@ -111,7 +115,7 @@ def _head_fields(head: str, title: str) -> tuple[str, tuple[str, ...]]:
     return describe(fields, title), tuple(skill_arguments(fields))
 
 
-def _listed(caller: Caller, row: dict[str, Any]) -> dict[str, Any]:
+def _listed(caller: Caller, row: SkillRow) -> dict[str, Any]:
     description, arguments = _head_fields(row["head"], row["title"])
     folder = row["path"].split("/", 1)[0]
     prompt: dict[str, Any] = {
@@ -128,10 +132,11 @@ def skill_prompt(
 ) -> SkillPrompt:
     """The skill a prompt name resolves to from the listening context, or ``not_found``."""
     address = skill_address(name)
-    rows = store.db.read(caller, deadline or Deadline(), *resolve_statement(caller, address))
-    if not rows:
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        found = records.find(tx, caller, address)
+    row = found.get()
+    if row is None:
         raise not_found()
-    row = rows[0]
     fields, body = split_front_matter(row["body"])
     return SkillPrompt(
         name=name,

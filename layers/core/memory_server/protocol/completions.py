@@ -20,10 +20,10 @@ import mcp_types as t
 
 from .. import budget
 from ..addresses import KINDS, Kind, Namespace
+from ..content import PROMPT_NAME_ARGUMENT
 from ..errors import RpcError, ToolError
 from ..operations.completions import Completion, complete_paths, complete_prompt_names
-from ..records import PROMPT_NAME_ARGUMENT
-from ..store import Store
+from ..operations.store import Store
 from .dispatcher import Request
 from .prompts import rpc_error
 from .resources import TEMPLATES

@@ -14,12 +14,12 @@ from typing import Any
 import mcp_types as t
 
 from .. import budget
+from ..content import check_text
 from ..errors import RpcError, ToolError
 from ..limits import PROMPT_ARGUMENT_MAX_BYTES, PROMPTS_PAGE_ITEMS, PROMPTS_TTL_MS
 from ..operations.skills import skill_page, skill_prompt
-from ..records import check_text
+from ..operations.store import Store
 from ..results import TRUST
-from ..store import Store
 from .dispatcher import Request, cacheable
 from .tools import CallContext
 

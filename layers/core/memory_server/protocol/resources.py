@@ -16,7 +16,7 @@ from ..errors import RpcError, ToolError
 from ..limits import CATALOG_TTL_MS, READ_MAX_BYTES, REVISION_TTL_MS
 from ..models import ReadArgs
 from ..operations import memory_read, read_revision
-from ..store import Store
+from ..operations.store import Store
 from .dispatcher import Request, cacheable
 from .tools import CallContext
 

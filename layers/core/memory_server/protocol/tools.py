@@ -24,8 +24,8 @@ from ..caller import Caller, Deadline
 from ..errors import RpcError, ToolError
 from ..grants import Grant
 from ..limits import TOOLS_TTL_MS
+from ..operations.store import Store
 from ..results import TRUST
-from ..store import Store
 from .dispatcher import Request, cacheable, dumps
 
 _ITEM_PROPERTIES: dict[str, Any] = {

@@ -1,23 +1,17 @@
-"""The store: what every operation needs, assembled once per process."""
+"""Caller resolution: identity from the verified token, membership and grants from the
+server, in one statement before the request's own transaction."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .caller import Caller, Deadline
-from .contexts import ListeningContext, gate_key
-from .db import Database
-from .errors import ContextUnavailable
-from .grants import effective_grants
-from .ranking import DeterministicRanker, Ranker
-
-
-@dataclass(slots=True)
-class Store:
-    db: Database
-    cursor_secret: bytes
-    ranker: Ranker = field(default_factory=DeterministicRanker)
+from ..caller import Caller, Deadline
+from ..contexts import ListeningContext, gate_key
+from ..data import callers
+from ..data.pool import Database
+from ..errors import ContextUnavailable
+from ..grants import effective_grants
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +32,16 @@ def resolve_caller(
     request_id: str | None = None,
     deadline: Deadline | None = None,
 ) -> Membership | None:
-    """Identity from the verified token, membership and grants from the server.
-
-    ``None`` when the subject is not a member (or the workspace does not exist: the
+    """``None`` when the subject is not a member (or the workspace does not exist: the
     two are indistinguishable). Raises ``ContextUnavailable`` when the member may not
-    listen from ``context`` in a workspace whose memory feature is on.
-    """
-    # One statement in a read-only transaction bounded by the call's deadline.
-    row = db.resolve(
+    listen from ``context`` in a workspace whose memory feature is on. Grants are the
+    token's scopes intersected with the membership's."""
+    row = callers.resolve(
+        db,
         deadline or Deadline(),
-        "resolve_caller",
-        {"workspace": workspace, "subject": subject, "gate_key": gate_key(context)},
+        workspace=workspace,
+        subject=subject,
+        gate_key=gate_key(context),
     )
     if row is None:
         return None

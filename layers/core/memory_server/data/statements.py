@@ -1,9 +1,9 @@
-"""The data-access layer: every statement is a readable file under ``sql/``, and this
-module (with :mod:`.db`, which owns transactions) is the only code that runs them.
+"""Statement files: every statement is a readable file under ``sql/``, loaded once per
+process and run only by this package (request transactions through :mod:`.pool`,
+operator and migration connections directly).
 
-Callers name a statement and pass its parameters; rows come back as dicts whatever
-the connection's own row factory, so operator connections (tuple rows) and request
-connections (dict rows) read alike.
+Rows come back as dicts whatever the connection's own row factory, so operator
+connections (tuple rows) and request connections (dict rows) read alike.
 """
 
 from __future__ import annotations
@@ -41,10 +41,16 @@ def rows(conn: psycopg.Connection[Any], name: str, params: Params = None) -> lis
 
 
 def run(conn: psycopg.Connection[Any], name: str, params: Params = None) -> int:
-    """A statement run for its effect; the number of rows it touched.
-
-    Inside a pipeline (request transactions) nothing is fetched: the statement is
-    queued, its errors surface at the next fetch or at ``COMMIT``, and the count is
-    not known yet (-1).
-    """
+    """A statement run for its effect; the number of rows it touched (-1 inside a
+    pipeline, where nothing is fetched and errors surface at the next sync)."""
     return cursor(conn, name, params).rowcount
+
+
+def first(rows: list[Row]) -> Any:
+    """A statement's first row, or ``None`` (a shape for :meth:`.pool.Transaction.query`)."""
+    return rows[0] if rows else None
+
+
+def every(rows: list[Row]) -> Any:
+    """All of a statement's rows, as they are."""
+    return rows

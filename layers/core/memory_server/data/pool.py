@@ -1,19 +1,17 @@
-"""Data access: a connection pool and the one way to run a request's transaction.
+"""The connection pool and the one way to run a request's transaction.
 
 Every request transaction first sets its ``app.*`` settings with
 ``set_config(..., true)``: transaction-local, so nothing reaches the next tenant on a
 pooled (RDS Proxy) connection and no session state pins it. Row-level security reads
-those settings; the application's own queries pass the same values as parameters.
+those settings; the statements pass the same values as parameters.
 
 Round trips are the fixed cost of every request (measured in docs/performance.md),
 so a request transaction runs in psycopg's pipeline mode: ``BEGIN``, the settings
-and the first statement travel together; a read-only request (``Database.read``)
-sends ``COMMIT`` with its last statement, a write (``Database.transaction``) after
-it. A pooled connection is checked on checkout without a round trip unless it has
-been idle for a while or the server has sent something.
-
-With :mod:`.sql_files` this is the data-access layer: statements are named files
-under ``sql/`` (the settings too); only transaction control is inline here.
+and the statements travel together, ``COMMIT`` with the last sync. The statement
+functions of this package queue statements on a :class:`Transaction` and hand back
+:class:`Pending` results; a result asked for inside the block costs a round trip, one
+asked for after it none. A pooled connection is checked on checkout without a round
+trip unless it has been idle for a while or the server has sent something.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -32,11 +30,10 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import sql_files
-from .caller import Caller, Deadline
-from .errors import ToolError
-from .grants import sorted_grants
-from .limits import (
+from ..caller import Caller, Deadline
+from ..errors import ToolError
+from ..grants import sorted_grants
+from ..limits import (
     DB_CONNECT_TIMEOUT_S,
     DB_KEEPALIVES_COUNT,
     DB_KEEPALIVES_IDLE_S,
@@ -44,13 +41,11 @@ from .limits import (
     DB_POOL_TIMEOUT_S,
     DB_TCP_USER_TIMEOUT_MS,
 )
-from .sql_files import Row
+from . import statements
+from .statements import Row
 
 logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[dict[str, Any]]
-# Given the first statement's rows, the name and parameters of a read's second
-# statement (or None).
-FollowUp = Callable[[list[Row]], "tuple[str, dict[str, Any]] | None"]
 Isolation = Literal["read committed", "repeatable read"]
 
 # Transaction control stays inline, like the BEGIN and COMMIT psycopg itself sends: it
@@ -230,125 +225,128 @@ class Database:
                 if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute(_ROLLBACK)
 
-    @staticmethod
-    def _begin(
-        conn: Connection, caller: Caller, timeout_ms: int, read_only: bool, isolation: Isolation
-    ) -> None:
-        """Queue ``BEGIN`` and the caller's settings (in pipeline mode: no round trip)."""
-        conn.execute(_BEGIN[isolation, read_only])
-        sql_files.cursor(conn, "request_settings", request_settings(caller, timeout_ms))
+    @contextmanager
+    def read(
+        self, caller: Caller, deadline: Deadline, *, isolation: Isolation = "read committed"
+    ) -> Iterator[Transaction]:
+        """A read-only request transaction with the caller's settings applied first.
+
+        Pipelined: ``BEGIN``, the settings and the statements queued in the block go
+        in one sync with ``COMMIT``, so a one-statement read costs one round trip
+        (measured: 0.25 ms less than a transaction block on loopback; through RDS
+        Proxy, a network round trip less). A result asked for inside the block costs a
+        round trip of its own (a second statement that depends on it follows).
+        """
+        with self._transaction(caller, deadline, read_only=True, isolation=isolation) as tx:
+            yield tx
 
     @contextmanager
-    def transaction(
-        self,
-        caller: Caller,
-        deadline: Deadline,
-        *,
-        read_only: bool = False,
-        isolation: Isolation = "read committed",
-    ) -> Iterator[Connection]:
-        """One request transaction with the caller's settings applied first.
-
-        Pipelined: ``BEGIN`` and the settings go with the first statement, ``COMMIT``
-        with the final sync, so a one-statement request costs two round trips. A
-        statement's results arrive when first fetched, and an error can surface at
-        the next fetch or at ``COMMIT``, always inside this block. Connections are in
-        autocommit mode so that psycopg sends no ``BEGIN`` or ``COMMIT`` of its own
-        (its commit would sync once more).
+    def write(self, caller: Caller, deadline: Deadline) -> Iterator[Transaction]:
+        """A read-write request transaction: the caller's settings, then the caller's
+        membership checked afresh under the lock erasure takes, then the block's
+        statements, with ``COMMIT`` in the last sync. A change by path is one round
+        trip; one that reads the record first, two. Raising in the block rolls back.
         """
-        timeout_ms = deadline.remaining_ms()
-        with self._request(timeout_ms) as conn, conn.pipeline():
-            self._begin(conn, caller, timeout_ms, read_only, isolation)
-            if not read_only:
-                # A change re-checks the caller's membership under the lock erasure
-                # takes (queued: an error surfaces at the first fetch, in this block).
-                sql_files.cursor(conn, "lock_membership")
-            yield conn
-            conn.execute(_COMMIT)
+        with self._transaction(caller, deadline, read_only=False, isolation="read committed") as tx:
+            yield tx
 
-    def read(
-        self,
-        caller: Caller,
-        deadline: Deadline,
-        name: str,
-        params: dict[str, Any],
-        *,
-        then: FollowUp | None = None,
-        isolation: Isolation = "read committed",
-    ) -> list[Row]:
-        """A read-only request of one named statement (``sql/{name}.sql``), or of two
-        when ``then`` derives the second's name and parameters from the first's rows
-        (``None``: no second); the rows of the last.
-
-        ``COMMIT`` travels with the last statement, so each statement costs one round
-        trip and the commit none: ``BEGIN``, the settings, the statement and ``COMMIT``
-        go in one sync, and the last rows are read once the pipeline has ended
-        (fetching inside it would sync once more). Measured: 0.25 ms less than a
-        transaction block for a read on loopback; through RDS Proxy, a network round
-        trip less.
-        """
-        return self._two_step(caller, deadline, name, params, then, True, isolation)
-
-    def change(
-        self,
-        caller: Caller,
-        deadline: Deadline,
-        name: str,
-        params: dict[str, Any],
-        *,
-        then: FollowUp | None = None,
-    ) -> list[Row]:
-        """A change as one read-write transaction of two round trips: ``BEGIN``, the
-        settings and a first statement (typically finding the record) in one; then
-        the statement ``then`` derives from its rows (the change, which raises or
-        returns ``None`` to change nothing) with ``COMMIT`` in the other. The rows
-        of the change, read after the commit. Without ``then`` the first statement is
-        the change, and the transaction one round trip.
-
-        The write path's fixed cost is its round trips (resolving the caller is one
-        more): a transaction block would spend a third on ``COMMIT`` alone.
-        """
-        return self._two_step(caller, deadline, name, params, then, False, "read committed")
-
-    def _two_step(
-        self,
-        caller: Caller,
-        deadline: Deadline,
-        name: str,
-        params: dict[str, Any],
-        then: FollowUp | None,
-        read_only: bool,
-        isolation: Isolation,
-    ) -> list[Row]:
+    @contextmanager
+    def _transaction(
+        self, caller: Caller, deadline: Deadline, *, read_only: bool, isolation: Isolation
+    ) -> Iterator[Transaction]:
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
+            tx = Transaction(conn)
             with conn.pipeline():
-                self._begin(conn, caller, timeout_ms, read_only, isolation)
+                # Connections are in autocommit mode so that psycopg sends no BEGIN or
+                # COMMIT of its own (its commit would sync once more).
+                conn.execute(_BEGIN[isolation, read_only])
+                statements.cursor(conn, "request_settings", request_settings(caller, timeout_ms))
                 if not read_only:
-                    # As in ``transaction``: a change re-checks the caller's membership
-                    # under the lock erasure takes (queued: no round trip of its own).
-                    sql_files.cursor(conn, "lock_membership")
-                first = sql_files.cursor(conn, name, params)
-                last: psycopg.Cursor[Row] | None = first
-                if then is not None:
-                    second = then(first.fetchall())
-                    last = sql_files.cursor(conn, *second) if second is not None else None
+                    # Queued: an error surfaces at the first fetch, inside this block.
+                    statements.cursor(conn, "lock_membership")
+                yield tx
                 conn.execute(_COMMIT)
-            return last.fetchall() if last is not None else []
+            # The pipeline has synced: every result is here; read them before the
+            # connection goes back to the pool.
+            tx.settle()
 
-    def resolve(self, deadline: Deadline, name: str, params: dict[str, Any]) -> Row | None:
-        """The first row of one statement run before any caller exists (resolving the
-        caller): a read-only transaction whose statement timeout is the deadline's,
-        ``BEGIN``, the timeout, the statement and ``COMMIT`` in one round trip. Waiting
-        for a pooled connection counts against the deadline too."""
+    def ping(self, deadline: Deadline, caller: Caller | None = None) -> Row | None:
+        """``SELECT 1`` in a transaction of its own (with the caller's settings, when
+        given): one round trip, as the benchmarks and the connection tests time it."""
+        scope = self.unscoped(deadline) if caller is None else self.read(caller, deadline)
+        with scope as tx:
+            found = tx.query("select_one", {}, statements.first)
+        row: Row | None = found.get()
+        return row
+
+    @contextmanager
+    def unscoped(self, deadline: Deadline) -> Iterator[Transaction]:
+        """A read-only transaction before any caller exists (resolving the caller):
+        its statement timeout is the deadline's, ``BEGIN``, the timeout, the statement
+        and ``COMMIT`` in one round trip. Waiting for a pooled connection counts against
+        the deadline too."""
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
+            tx = Transaction(conn)
             with conn.pipeline():
                 conn.execute(_BEGIN["read committed", True])
-                sql_files.cursor(conn, "resolve_settings", {"timeout": str(timeout_ms)})
-                found = sql_files.cursor(conn, name, params)
+                statements.cursor(conn, "resolve_settings", {"timeout": str(timeout_ms)})
+                yield tx
                 conn.execute(_COMMIT)
-            return found.fetchone()
+            tx.settle()
+
+
+T = TypeVar("T")
+
+
+class Pending(Generic[T]):
+    """A statement's result, shaped when first asked for. Inside its transaction that
+    costs a round trip (the pipeline syncs); after the transaction it is already here.
+    """
+
+    __slots__ = ("_cursor", "_done", "_shape", "_value")
+
+    def __init__(self, cursor: psycopg.Cursor[Row], shape: Callable[[list[Row]], T]) -> None:
+        self._cursor = cursor
+        self._shape = shape
+        self._done = False
+        self._value: T | None = None
+
+    def get(self) -> T:
+        if not self._done:
+            self._value = self._shape(self._cursor.fetchall())
+            self._done = True
+        return cast(T, self._value)
+
+
+class Transaction:
+    """One request transaction on a checked-out connection, seen only by the typed
+    statement functions of this package: they queue statements on it and hand back
+    :class:`Pending` results."""
+
+    __slots__ = ("_pending", "conn")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._pending: list[Pending[Any]] = []
+
+    def query(
+        self, name: str, params: dict[str, Any], shape: Callable[[list[Row]], T]
+    ) -> Pending[T]:
+        """Queue the statement ``sql/{name}.sql``; its rows, shaped, when asked for."""
+        pending = Pending(statements.cursor(self.conn, name, params), shape)
+        self._pending.append(pending)
+        return pending
+
+    def execute(self, name: str, params: dict[str, Any]) -> None:
+        """Queue a statement run for its effect (its errors surface at the next sync)."""
+        statements.cursor(self.conn, name, params)
+
+    def settle(self) -> None:
+        """Read every result the transaction produced (after its last sync)."""
+        for pending in self._pending:
+            pending.get()
 
 
 # Raised by memory.lock_membership() (migration 0012): the caller's membership is gone.
