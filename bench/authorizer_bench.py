@@ -4,7 +4,7 @@ Run as ``python -m bench.authorizer_bench`` (see docs/cost.md). Needs nothing bu
 development environment: the local issuer stands in for the user pool. The authorizer
 makes no AWS call, so no AWS stand-in runs.
 
-- **warm**: ``TokenAuthorizer.handle`` (the deployed code: bearer parsing, RS256
+- **warm**: ``TokenAuthorizer.authorize`` (the deployed code: bearer parsing, RS256
   signature against the cached key set, claims, route scope, context) on a valid token,
   many times in one process; and the same for refusals (a bad signature);
 - **cold start**: a fresh interpreter imports ``functions/authorizer/app.py`` (building
@@ -31,8 +31,8 @@ import httpx2
 from memory_local.aws import cognito_issuer
 from memory_local.gateway import ApiGateway
 from memory_local.tokens import LocalIssuer
-from memory_server.errors import TokenRefused
-from memory_server.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.domain.errors import TokenRefused
+from memory_server.domain.limits import AUTHORIZER_CACHE_TTL_S
 from memory_server.signin.authorizer import MCP_ROUTE_KEY, TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
@@ -67,16 +67,16 @@ def warm(issuer: LocalIssuer, iterations: int) -> dict[str, Any]:
     forged = token[:-8] + ("AAAAAAAA" if not token.endswith("AAAAAAAA") else "BBBBBBBB")
     good, bad = authorizer_event(token), authorizer_event(forged)
     for _ in range(200):  # warm the key set and the interpreter's caches
-        authorizer.handle(good)
+        authorizer.authorize(good)
     allowed: list[float] = []
     refused: list[float] = []
     for _ in range(iterations):
         started = time.perf_counter()
-        authorizer.handle(good)
+        authorizer.authorize(good)
         allowed.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         with contextlib.suppress(TokenRefused):
-            authorizer.handle(bad)
+            authorizer.authorize(bad)
         refused.append((time.perf_counter() - started) * 1000)
     return {"allowed_ms": percentiles(allowed), "refused_ms": percentiles(refused)}
 

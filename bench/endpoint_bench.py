@@ -25,18 +25,18 @@ from typing import Any
 import psycopg
 from memory_local.postgres import admin_server
 from memory_server.admin import operators
-from memory_server.contexts import parse_context
 from memory_server.data.pool import Database
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.limits import PROMPTS_PAGE_ITEMS
-from memory_server.models import ListArgs, ReadArgs, SearchArgs, WriteArgs
+from memory_server.data.provision import Passwords, Provisioned, provision
+from memory_server.domain.arguments import ListArgs, ReadArgs, SearchArgs, WriteArgs
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.limits import PROMPTS_PAGE_ITEMS
+from memory_server.edge.service import McpService, Settings
 from memory_server.operations import memory_list, memory_read, memory_search, memory_write
-from memory_server.operations.completions import complete_paths
 from memory_server.operations.membership import resolve_caller
+from memory_server.operations.path_completion import complete_paths
 from memory_server.operations.skills import skill_page, skill_prompt
 from memory_server.operations.store import Store
-from memory_server.provision import Passwords, Provisioned, provision
-from memory_server.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
 
 from .timing import cold_starts, durations_ms, percentiles, save_results
@@ -189,7 +189,7 @@ def main() -> None:
             body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
             def through_handler(body: dict[str, Any] = body) -> None:
-                response = service.handle(event(slug, subject, body))
+                response = service.invoke(event(slug, subject, body))
                 assert response["statusCode"] == 200 and '"error"' not in response["body"][:40]
 
             store_ms = timed(bare, args.iterations)

@@ -40,17 +40,18 @@ from typing import Any
 
 import psycopg
 from memory_local.postgres import admin_server
-from memory_server import migrate
 from memory_server.admin import operators
-from memory_server.caller import Caller, Deadline
-from memory_server.contexts import parse_context
+from memory_server.data import migrate
 from memory_server.data.pool import Database
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.data.provision import Passwords, provision
+from memory_server.domain.caller import Caller
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.search_query import parse_query
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
-from memory_server.provision import Passwords, provision
-from memory_server.search_query import parse_query
 
 from .recall_set import CHECKSUM, COLLEAGUES, READER, Memory, Question, RecallSet, generate
 from .search_bench import EXHAUSTIVE_RANKING

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from memory_server.caller import Caller
 from memory_server.data.pool import request_settings
 from memory_server.data.records import view
 from memory_server.data.statements import query
-from memory_server.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
-from memory_server.search_query import parse_query
+from memory_server.domain.caller import Caller
+from memory_server.domain.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
+from memory_server.domain.search_query import parse_query
 from psycopg import sql
 
 SEARCH_KINDS = ["memories", "notes"]  # memory_search's default kinds

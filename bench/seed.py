@@ -30,10 +30,10 @@ from typing import Any
 import psycopg
 from memory_local.postgres import admin_server
 from memory_server.admin import operators
-from memory_server.caller import SHARED_OWNER
-from memory_server.grants import ALL_GRANTS
-from memory_server.migrate import drop_database
-from memory_server.provision import Passwords, provision
+from memory_server.data.migrate import drop_database
+from memory_server.data.provision import Passwords, provision
+from memory_server.domain.caller import SHARED_OWNER
+from memory_server.domain.grants import ALL_GRANTS
 from psycopg import sql
 
 from .corpus import COMMON_TERM, RARE_TERM, TYPICAL_TERM, TextGenerator

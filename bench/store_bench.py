@@ -34,30 +34,31 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from memory_server.addresses import (
-    Namespace,
-    parse_path_address,
-    parse_record_address,
-    record_uri,
-)
-from memory_server.caller import SHARED_OWNER, Caller, Deadline
-from memory_server.content import derive_title
-from memory_server.contexts import parse_context
 from memory_server.data import records, search
 from memory_server.data.pool import Database, Isolation, Transaction, request_settings
 from memory_server.data.records import Content, view
 from memory_server.data.search import HitRow, Terms
 from memory_server.data.statements import query
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
-from memory_server.models import ReadArgs, WriteArgs
-from memory_server.models import parse_args as tool_args
+from memory_server.domain.addresses import (
+    Namespace,
+    parse_path_address,
+    parse_record_address,
+    record_uri,
+)
+from memory_server.domain.arguments import ReadArgs, WriteArgs
+from memory_server.domain.arguments import parse_args as tool_args
+from memory_server.domain.caller import SHARED_OWNER, Caller
+from memory_server.domain.content import derive_title
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
+from memory_server.domain.ranking import Candidate, DeterministicRanker
+from memory_server.domain.search_query import parse_query
 from memory_server.operations import memory_read, memory_write
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
-from memory_server.ranking import Candidate, DeterministicRanker
-from memory_server.search_query import parse_query
 from psycopg import sql
 from psycopg.rows import tuple_row
 

@@ -1,7 +1,7 @@
 """How long the Lambda handler takes per tool: the input of docs/cost.md.
 
 Run as ``python -m bench.tool_durations``. In process, warm: each tool is called
-through ``McpService.handle`` with an API Gateway v2 event (caller resolution,
+through ``McpService.invoke`` with an API Gateway v2 event (caller resolution,
 JSON-RPC, validation, the store, the response), against an embedded PostgreSQL with
 durable commits (its own, under ``.tmp/tool-durations``, unless ``DATABASE_URL``).
 For each tool: wall time and CPU time (of the calling thread) per call, p50 and p95,
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_local.postgres import admin_server
-from memory_server.after_response import AfterResponse
 from memory_server.data.pool import Database
-from memory_server.service import McpService, Settings
+from memory_server.edge.after_response import AfterResponse
+from memory_server.edge.service import McpService, Settings
 
 from .corpus import TYPICAL_TERM, TextGenerator
 from .endpoint_bench import bench_workspace, event
@@ -101,7 +101,7 @@ def main() -> None:
         service = McpService(settings, db, Events(), after_response=AfterResponse(publishing))
 
         def call(tool: str, **arguments: Any) -> dict[str, Any]:
-            response = service.handle(tool_call(slug, subject, tool, arguments))
+            response = service.invoke(tool_call(slug, subject, tool, arguments))
             result = json.loads(response["body"])["result"]
             assert not result["isError"], result
             return dict(result["structuredContent"])

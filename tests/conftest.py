@@ -2,7 +2,7 @@
 
 ``DATABASE_URL`` (a role that may create roles and databases) when set; otherwise a
 private embedded server under ``.tmp/`` that is removed afterwards. The database is
-provisioned by ``memory_server.provision``, as every deployment is.
+provisioned by ``memory_server.data.provision``, as every deployment is.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import psycopg
 import pytest
 from memory_local.postgres import admin_server
+from memory_server.data.migrate import drop_database
 from memory_server.data.pool import Database
-from memory_server.migrate import drop_database
+from memory_server.data.provision import Passwords, provision
 from memory_server.operations.store import Store
-from memory_server.provision import Passwords, provision
 
 if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it starts
     from tests.support import SharedStack

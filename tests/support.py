@@ -16,11 +16,12 @@ from typing import Any
 import psycopg
 from memory_local.dev import DevStack
 from memory_server.admin import operators
-from memory_server.audit import EventBridgeSink, sweep
-from memory_server.caller import Caller, Deadline
-from memory_server.contexts import parse_context
 from memory_server.data.pool import request_settings
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.caller import Caller
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.operations.audit_events import EventBridgeSink, sweep
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable

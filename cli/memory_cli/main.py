@@ -34,8 +34,8 @@ import psycopg
 import typer
 from memory_server.admin import operators
 from memory_server.admin.identity import CognitoDirectory, Directory
-from memory_server.errors import AdminError
-from memory_server.grants import ALL_GRANTS
+from memory_server.domain.errors import AdminError
+from memory_server.domain.grants import ALL_GRANTS
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table

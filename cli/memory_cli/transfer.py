@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-from memory_server.addresses import parse_address
-from memory_server.contexts import WORKSPACE, gate_key, parse_context
-from memory_server.errors import ToolError
-from memory_server.limits import CONTENT_MAX_BYTES
+from memory_server.domain.addresses import parse_address
+from memory_server.domain.contexts import WORKSPACE, gate_key, parse_context
+from memory_server.domain.errors import ToolError
+from memory_server.domain.limits import CONTENT_MAX_BYTES
 
 MANIFEST = "memory-export.json"
 Namespace = Literal["workspace", "me"]

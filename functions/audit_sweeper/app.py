@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from memory_server import audit, aws_config, logs
+from memory_server.edge import aws_config, logs
+from memory_server.operations import audit_events as audit
 
 logger = logs.function_logger("memory-server-sweeper")
 logs.route_to(logger)

@@ -19,4 +19,4 @@ authorizer.keys.prefetch()  # at init; a failure here is retried on the first re
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return authorizer.handle(event, context)
+    return authorizer.authorize(event, context)

@@ -19,4 +19,4 @@ management = build_management()
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return management.handle(event, context)
+    return management.route(event, context)

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from memory_server import logs
-from memory_server.runtime import build_service
+from memory_server.edge import logs
+from memory_server.edge.runtime import build_service
 
 logger = logs.function_logger("memory-server")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -64,6 +64,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         principal=verified.get("sub"),
         api_request_id=(event.get("requestContext") or {}).get("requestId"),
     )
-    response = service.handle(event, context)
+    response = service.invoke(event, context)
     logger.info("handled", extra={"status": response["statusCode"]})
     return response

@@ -45,10 +45,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
-from memory_server import migrate
 from memory_server.admin import operators
-from memory_server.errors import AdminError
-from memory_server.provision import Passwords, provision, with_role
+from memory_server.data import migrate
+from memory_server.data.provision import Passwords, provision, with_role
+from memory_server.domain.errors import AdminError
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger()

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memory_server.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.domain.limits import AUTHORIZER_CACHE_TTL_S
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

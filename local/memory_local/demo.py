@@ -17,10 +17,10 @@ from typing import Any
 
 import psycopg
 from memory_server.admin import operators
-from memory_server.contexts import parse_context
 from memory_server.data import statements as sql_files
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.models import RememberArgs, WriteArgs
+from memory_server.domain.arguments import RememberArgs, WriteArgs
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.operations import memory_remember, memory_write
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store

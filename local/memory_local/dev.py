@@ -37,12 +37,12 @@ from urllib.parse import urlsplit
 
 import psycopg
 from botocore.exceptions import ClientError
-from memory_server import migrate
 from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
-from memory_server.audit import EventBridgeSink, sweep
-from memory_server.limits import AUDIT_SWEEP_MIN_AGE_S
-from memory_server.provision import Passwords, Provisioned, provision
+from memory_server.data import migrate
+from memory_server.data.provision import Passwords, Provisioned, provision
+from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S
+from memory_server.operations.audit_events import EventBridgeSink, sweep
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
 
@@ -202,15 +202,15 @@ class DevStack:
         )
         # The admin API reaches the management function as in AWS: LambdaDirectory,
         # here over an in-process stand-in for lambda:InvokeFunction.
-        self.lambdas = LocalLambda({MANAGEMENT_FUNCTION: self.management.handle})
+        self.lambdas = LocalLambda({MANAGEMENT_FUNCTION: self.management.route})
         self.app.service.admin.directory = LambdaDirectory(self.lambdas, MANAGEMENT_FUNCTION)
         with psycopg.connect(owner_url, autocommit=True) as owner:
             seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
         with psycopg.connect(owner_url, autocommit=True) as owner:
             self._retire_lost_agent_keys(owner)
         self.gateway.handler = self.app.handler
-        self.gateway.management = self.management.handle
-        self.gateway.authorizer_handler = authorizer.handle
+        self.gateway.management = self.management.route
+        self.gateway.authorizer_handler = authorizer.authorize
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
         if self.audit_tap:

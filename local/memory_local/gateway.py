@@ -45,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
-from memory_server.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.domain.limits import AUTHORIZER_CACHE_TTL_S
 from memory_server.signin.authorizer import TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
@@ -286,7 +286,7 @@ class ApiGateway(StartsAndStops):
             # service's public origin (this gateway) for RFC 8707 resources.
             self.authorizer_handler = TokenAuthorizer(
                 self.issuer_url, KeySet(self.jwks), public_base_url=self.url
-            ).handle
+            ).authorize
         self._thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.1},

@@ -35,12 +35,16 @@ from pathlib import Path
 from typing import IO
 
 import memory_server
-from memory_server import aws_config
-from memory_server.after_response import Job, Worker, run_jobs
-from memory_server.audit import EventBridgeSink, PublishJob
-from memory_server.caller import Caller
 from memory_server.data.pool import Database
-from memory_server.limits import AFTER_RESPONSE_BATCH, AFTER_RESPONSE_LINGER_S, AFTER_RESPONSE_QUEUE
+from memory_server.domain.caller import Caller
+from memory_server.domain.limits import (
+    AFTER_RESPONSE_BATCH,
+    AFTER_RESPONSE_LINGER_S,
+    AFTER_RESPONSE_QUEUE,
+)
+from memory_server.edge import aws_config
+from memory_server.edge.after_response import Job, Worker, run_jobs
+from memory_server.operations.audit_events import EventBridgeSink, PublishJob
 
 logger = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
-from memory_server.limits import AUTHORIZATION_CODE_TTL_S
+from memory_server.domain.limits import AUTHORIZATION_CODE_TTL_S
 
 if TYPE_CHECKING:
     from .aws import LocalAws

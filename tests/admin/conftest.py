@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 from memory_local.dev import DevStack
 from memory_server.admin.openapi import build_openapi
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.service import McpService, Settings
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.edge.service import McpService, Settings
 
 from tests.endpoint.conftest import api_event
 from tests.support import SharedStack, using_stack
@@ -99,7 +99,7 @@ def call(
         body=body,
         query=query,
     )
-    result = service.handle(event)
+    result = service.invoke(event)
     text = result["body"]
     return Response(result["statusCode"], result["headers"], json.loads(text) if text else None)
 

@@ -8,9 +8,9 @@ import uuid
 import psycopg
 import pytest
 from memory_server.admin import operators
-from memory_server.caller import Deadline
-from memory_server.contexts import parse_context
 from memory_server.data.pool import request_settings
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
 from memory_server.operations.membership import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, call, create_agent_key
@@ -266,7 +266,7 @@ def test_contexts_take_members_only_and_gate_the_mcp_endpoint(ws, admin_service)
     def mcp_status(who) -> int:  # type: ignore[no-untyped-def]
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         return int(
-            admin_service.handle(
+            admin_service.invoke(
                 event(
                     ws.slug,
                     sub=who.subject,
@@ -324,7 +324,7 @@ def test_memory_off_closes_mcp_but_not_admin(world, admin_service) -> None:  # t
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
     def mcp() -> dict:  # type: ignore[type-arg]
-        return admin_service.handle(event(ws.slug, sub=alice.subject, scopes=ALL_SCOPES, body=body))
+        return admin_service.invoke(event(ws.slug, sub=alice.subject, scopes=ALL_SCOPES, body=body))
 
     assert mcp()["statusCode"] == 404
     assert call(admin_service, ws.slug, "GET", "/memory", alice).body == {"enabled": False}

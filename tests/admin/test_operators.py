@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 from memory_server.admin import operators
-from memory_server.contexts import parse_context
-from memory_server.errors import AdminError
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.errors import AdminError
 from memory_server.operations.membership import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, FakeDirectory, call
@@ -79,7 +79,7 @@ def test_create_list_and_delete_a_workspace(world, owner, admin_service) -> None
         context=parse_context("channel:x"),
     )
     assert membership is not None
-    from memory_server.models import WriteArgs
+    from memory_server.domain.arguments import WriteArgs
     from memory_server.operations import memory_write
 
     marker = f"zebra{uuid.uuid4().hex[:8]}"  # no other test's record contains it

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_cli import transfer
-from memory_server.service import McpService
+from memory_server.edge.service import McpService
 
 from tests.admin.conftest import ALL_SCOPES, call
 from tests.endpoint.conftest import event, tool_call
@@ -75,7 +75,7 @@ class ServiceTools:
         self.service, self.ws, self.who = service, ws, who
 
     def call(self, tool: str, arguments: dict[str, Any], *, context: str) -> dict[str, Any]:
-        answer = self.service.handle(
+        answer = self.service.invoke(
             event(
                 self.ws.slug,
                 sub=self.who.subject,

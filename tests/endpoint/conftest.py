@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from memory_server.service import McpService, Settings
+from memory_server.edge.service import McpService, Settings
 from memory_server.signin.authorizer import authorizer_context
 
 

@@ -1,7 +1,7 @@
 """Audit events are published after the response (docs/contract.md §5).
 
 The response never waits for EventBridge: the post-commit hook hands publishing to
-the runner of :mod:`memory_server.after_response`, which runs it once the handler
+the runner of :mod:`memory_server.edge.after_response`, which runs it once the handler
 has returned (a worker thread locally; in Lambda an internal extension, emulated
 here by a fake Extensions API). The outbox stays the source of truth: a function
 killed right after its response loses no event, the sweeper publishes it, and
@@ -25,15 +25,15 @@ from typing import Any
 
 import psycopg
 import pytest
-from memory_server import audit
-from memory_server.after_response import (
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.edge.after_response import (
     AfterResponse,
     Inline,
     LambdaExtension,
     Worker,
 )
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.service import McpService, Settings
+from memory_server.edge.service import McpService, Settings
+from memory_server.operations import audit_events as audit
 
 from tests.endpoint.conftest import event, tool_call
 
@@ -135,7 +135,7 @@ def test_the_response_returns_before_a_slow_sink_finishes(world: Any, database: 
     worker = Worker()
     service = service_with(database, sink, worker)
     started = time.monotonic()
-    response = service.handle(write_call(slug, sub, "memory://workspace/notes/slow.md"))
+    response = service.invoke(write_call(slug, sub, "memory://workspace/notes/slow.md"))
     returned = time.monotonic()
     assert response["statusCode"] == 200
     assert json.loads(response["body"])["result"]["isError"] is False
@@ -154,7 +154,7 @@ def test_inline_publishing_is_what_the_response_used_to_wait_for(world: Any, dat
     sink = RecordingSink(delay_s=SLOW_S)
     service = service_with(database, sink, Inline())
     started = time.monotonic()
-    service.handle(write_call(slug, sub, "memory://workspace/notes/inline.md"))
+    service.invoke(write_call(slug, sub, "memory://workspace/notes/inline.md"))
     assert time.monotonic() - started >= SLOW_S
     assert sink.finished is not None
 
@@ -249,7 +249,7 @@ def test_in_lambda_the_extension_publishes_after_the_response_then_releases_the_
 
     extensions_api.invoke("req-1")
     started = time.monotonic()
-    response = service.handle(
+    response = service.invoke(
         write_call(slug, sub, "memory://workspace/notes/ext.md", "api-1"), Context("req-1")
     )
     returned = time.monotonic()
@@ -264,7 +264,7 @@ def test_in_lambda_the_extension_publishes_after_the_response_then_releases_the_
     # An invocation that changes nothing is released at once.
     extensions_api.invoke("req-2")
     read = event(slug, sub=sub, scopes=SCOPES, body={"jsonrpc": "2.0", "id": 2, "method": "ping"})
-    service.handle(read, Context("req-2"))
+    service.invoke(read, Context("req-2"))
     released = extensions_api.wait_next_calls(3)[2]
     assert released - time.monotonic() < 0.5
 
@@ -280,7 +280,7 @@ def test_a_broken_long_poll_is_asked_again(world: Any, database: Any) -> None:
         sink = RecordingSink()
         service = service_with(database, sink, runner)
         api.invoke("req-1")
-        service.handle(
+        service.invoke(
             write_call(slug, sub, "memory://workspace/notes/restored.md"), Context("req-1")
         )
         api.wait_next_calls(3)  # the broken poll, its retry, and the one after publishing
@@ -302,9 +302,9 @@ def test_without_an_extensions_api_publishing_falls_back_to_inline() -> None:
 
 KILLED_SCRIPT = """
 import json, sys, time
-from memory_server.after_response import AfterResponse, Worker
+from memory_server.edge.after_response import AfterResponse, Worker
 from memory_server.data.pool import Database
-from memory_server.service import McpService, Settings
+from memory_server.edge.service import McpService, Settings
 from tests.endpoint.conftest import event
 
 class Stuck:  # EventBridge that never answers: the process dies first
@@ -318,7 +318,7 @@ service = McpService(settings, Database(url), Stuck(), after_response=AfterRespo
 body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_write",
         "arguments": {"uri": "memory://workspace/notes/killed.md", "content": "x",
                       "expected_revision": 0}}}
-response = service.handle(event(slug, sub=sub, scopes=scopes, body=body))
+response = service.invoke(event(slug, sub=sub, scopes=scopes, body=body))
 print(json.dumps(response), flush=True)
 time.sleep(60)
 """
@@ -369,7 +369,7 @@ def test_every_change_keeps_one_event_id_when_publishing_fails_and_is_retried(
     worker = Worker()
     service = service_with(database, sink, worker)
     for i in range(12):
-        response = service.handle(write_call(slug, sub, f"memory://workspace/notes/n{i}.md"))
+        response = service.invoke(write_call(slug, sub, f"memory://workspace/notes/n{i}.md"))
         assert response["statusCode"] == 200
     assert worker.wait_idle(10)
     sweep_all(cluster, sink)
@@ -451,7 +451,7 @@ def test_waiting_changes_of_one_caller_are_published_together(world: Any, databa
     with service.after_response.invocation("blocker"):
         service.after_response.submit(lambda: release.wait(5))
     for i in range(6):
-        service.handle(write_call(slug, sub, f"memory://workspace/notes/b{i}.md"))
+        service.invoke(write_call(slug, sub, f"memory://workspace/notes/b{i}.md"))
     release.set()
     assert worker.wait_idle(10)
     assert sink.calls == 1 and len(sink.entries) == 6
@@ -464,6 +464,6 @@ def test_the_local_worker_lets_a_batch_gather_briefly(world: Any, database: Any)
     worker = Worker(linger_s=2.0)
     service = service_with(database, sink, worker)
     for i in range(3):
-        service.handle(write_call(slug, sub, f"memory://workspace/notes/l{i}.md"))
+        service.invoke(write_call(slug, sub, f"memory://workspace/notes/l{i}.md"))
     assert worker.wait_idle(10)
     assert sink.calls == 1 and len(sink.entries) == 3

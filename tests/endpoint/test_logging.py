@@ -2,7 +2,7 @@
 
 The service's modules (``memory_server.*``) and the connection pool (``psycopg.pool``)
 log through the standard library; ``functions/mcp/app.py`` routes them through its
-Powertools logger (``memory_server.logs``). Here a change's audit publishing fails
+Powertools logger (``memory_server.edge.logs``). Here a change's audit publishing fails
 after the response (EventBridge unreachable), and the warning it logs must carry the
 same request keys the handler's own line does.
 """
@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 
 from tests.endpoint.conftest import event, tool_call
 
@@ -108,7 +108,10 @@ def _check(logged: list[dict[str, Any]], workspace: str) -> None:
             assert line[key] == handled[key], key
     assert handled["workspace"] == workspace
     assert handled["function_request_id"] == "lambda-request-7"
-    assert deferred["name"] == "memory_server.audit" and deferred["level"] == "WARNING"
+    assert (
+        deferred["name"] == "memory_server.operations.audit_events"
+        and deferred["level"] == "WARNING"
+    )
     assert pool["name"] == "psycopg.pool"
     # The pool's INFO chatter (a line per checkout) stays out.
     assert logging.getLogger("psycopg").level == logging.WARNING

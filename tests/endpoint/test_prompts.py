@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_server.caller import Deadline
-from memory_server.limits import COMPLETION_MAX_VALUES, RESPONSE_MAX_BYTES
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.limits import COMPLETION_MAX_VALUES, RESPONSE_MAX_BYTES
 from memory_server.protocol import completions, prompts
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import CallContext

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 
 from tests.endpoint.conftest import event, metadata_event, tool_params
 from tests.support import ALL_TOOLS
@@ -26,7 +26,7 @@ def modern_call(service, ws, who, method: str, params: dict[str, Any], scopes=AL
     if context:
         headers["memory-context"] = context
     body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": meta}}
-    response = service.handle(
+    response = service.invoke(
         event(ws.slug, sub=who.subject, scopes=scopes, body=body, headers=headers)
     )
     return response["statusCode"], json.loads(response["body"]) if response["body"] else None
@@ -37,7 +37,7 @@ def legacy_call(
 ):  # type: ignore[no-untyped-def]
     body = {"jsonrpc": "2.0", "id": "a", "method": method, "params": params}
     headers = {"mcp-protocol-version": version} if version else {}
-    response = service.handle(
+    response = service.invoke(
         event(ws.slug, sub=who.subject, scopes=scopes, body=body, headers=headers)
     )
     return response["statusCode"], json.loads(response["body"]) if response["body"] else None
@@ -130,25 +130,25 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
 def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
     alice = ws.person("alice")
-    no_token = service.handle(event(ws.slug, sub=None, scopes=[], body={}))
+    no_token = service.invoke(event(ws.slug, sub=None, scopes=[], body={}))
     assert no_token["statusCode"] == 401
     assert (
         'resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/w/'
         in no_token["headers"]["www-authenticate"]
     )
-    other = service.handle(event("no-such-ws", sub=None, scopes=[], body={}))
+    other = service.invoke(event("no-such-ws", sub=None, scopes=[], body={}))
     assert other["body"] == no_token["body"] and other["statusCode"] == 401
-    no_scope = service.handle(event(ws.slug, sub=alice.subject, scopes=["openid"], body={}))
+    no_scope = service.invoke(event(ws.slug, sub=alice.subject, scopes=["openid"], body={}))
     assert (
         no_scope["statusCode"] == 403
         and "insufficient_scope" in no_scope["headers"]["www-authenticate"]
     )
     assert (
-        service.handle(event(ws.slug, sub=alice.subject, scopes=ALL, method="GET"))["statusCode"]
+        service.invoke(event(ws.slug, sub=alice.subject, scopes=ALL, method="GET"))["statusCode"]
         == 405
     )
     for slug in ("no-such-ws", world.workspace().slug):
-        missing = service.handle(
+        missing = service.invoke(
             event(
                 slug,
                 sub=alice.subject,
@@ -159,7 +159,7 @@ def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
         assert (missing["statusCode"], missing["body"]) == (404, "")
     off = world.workspace(enabled=False)
     off.add(alice)
-    disabled = service.handle(
+    disabled = service.invoke(
         event(
             off.slug,
             sub=alice.subject,
@@ -168,7 +168,7 @@ def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
         )
     )
     assert (disabled["statusCode"], disabled["body"]) == (404, "")
-    metadata = service.handle(metadata_event(ws.slug))
+    metadata = service.invoke(metadata_event(ws.slug))
     doc = json.loads(metadata["body"])
     assert (
         doc["resource"] == f"https://api.example.com/w/{ws.slug}/mcp"
@@ -177,9 +177,9 @@ def test_http_edges(service, world) -> None:  # type: ignore[no-untyped-def]
     ws.register("channel:leads", ws.person("carl"))
     _, body = modern_call(service, ws, alice, "tools/list", {}, context="channel:leads")
     assert body == {"error": "context_unavailable"}
-    bad = service.handle(event(ws.slug, sub=alice.subject, scopes=ALL, body="{not json"))
+    bad = service.invoke(event(ws.slug, sub=alice.subject, scopes=ALL, body="{not json"))
     assert bad["statusCode"] == 400 and json.loads(bad["body"])["error"]["code"] == -32700
-    batch = service.handle(
+    batch = service.invoke(
         event(
             ws.slug,
             sub=alice.subject,
@@ -307,7 +307,7 @@ def test_foreign_origins_are_refused_on_every_authenticated_route(service, world
 
     def mcp(origin: str | None, sub: str | None = alice.subject) -> dict[str, Any]:
         headers = {} if origin is None else {"origin": origin}
-        return service.handle(event(ws.slug, sub=sub, scopes=ALL, body=tools_list, headers=headers))
+        return service.invoke(event(ws.slug, sub=sub, scopes=ALL, body=tools_list, headers=headers))
 
     for origin in (None, "https://api.example.com"):  # no browser; the deployment itself
         assert mcp(origin)["statusCode"] == 200, origin
@@ -325,13 +325,13 @@ def test_foreign_origins_are_refused_on_every_authenticated_route(service, world
         path=f"/w/{ws.slug}/admin/members",
         headers={"origin": "http://evil.example.com"},
     )
-    refused = service.handle(admin)
+    refused = service.invoke(admin)
     assert (refused["statusCode"], json.loads(refused["body"])) == (
         403,
         {"error": "origin_not_allowed"},
     )
     admin["headers"]["origin"] = "https://api.example.com"
-    assert service.handle(admin)["statusCode"] == 200
+    assert service.invoke(admin)["statusCode"] == 200
     # The RFC 9728 metadata is public and tenant-free: served to any origin.
     metadata = metadata_event(ws.slug, headers={"origin": "http://evil.example.com"})
-    assert service.handle(metadata)["statusCode"] == 200
+    assert service.invoke(metadata)["statusCode"] == 200

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_server.grants import ALL_GRANTS, GRANT_SCOPES, MCP_SCOPES
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, MCP_SCOPES
 
 from tests.endpoint.conftest import event, metadata_event
 
@@ -31,7 +31,7 @@ def bound(workspace: str, sub: str, audience: str, path: str | None = None) -> d
 
 def test_metadata_names_the_product_and_only_mcp_scopes(service, world) -> None:  # type: ignore[no-untyped-def]
     ws = world.workspace()
-    response = service.handle(metadata_event(ws.slug))
+    response = service.invoke(metadata_event(ws.slug))
     doc = json.loads(response["body"])
     assert doc == {
         "resource": f"https://api.example.com/w/{ws.slug}/mcp",
@@ -50,10 +50,10 @@ def test_a_token_bound_to_another_workspace_is_refused_by_the_handler(service, w
     alice = acme.person("alice")
     globex.add(alice)
     own = f"https://api.example.com/w/{acme.slug}/mcp"
-    assert service.handle(bound(acme.slug, alice.subject, own))["statusCode"] == 200
+    assert service.invoke(bound(acme.slug, alice.subject, own))["statusCode"] == 200
     # Bound to acme, presented at globex (where alice is a member too): 401 with the
     # challenge that sends the client to globex's metadata for a token of its own.
-    refused = service.handle(bound(globex.slug, alice.subject, own))
+    refused = service.invoke(bound(globex.slug, alice.subject, own))
     assert refused["statusCode"] == 401
     challenge = refused["headers"]["www-authenticate"]
     assert (
@@ -62,9 +62,9 @@ def test_a_token_bound_to_another_workspace_is_refused_by_the_handler(service, w
     )
     # Several audiences: good wherever one of them is this workspace's resource.
     both = f"https://elsewhere.example/mcp {own}"
-    assert service.handle(bound(acme.slug, alice.subject, both))["statusCode"] == 200
+    assert service.invoke(bound(acme.slug, alice.subject, both))["statusCode"] == 200
     other_origin = f"https://evil.example/w/{acme.slug}/mcp"
-    assert service.handle(bound(acme.slug, alice.subject, other_origin))["statusCode"] == 401
+    assert service.invoke(bound(acme.slug, alice.subject, other_origin))["statusCode"] == 401
 
 
 def test_the_admin_api_takes_its_workspaces_mcp_resource(service, world) -> None:  # type: ignore[no-untyped-def]
@@ -74,7 +74,7 @@ def test_the_admin_api_takes_its_workspaces_mcp_resource(service, world) -> None
     own = f"https://api.example.com/w/{acme.slug}/mcp"
     members = bound(acme.slug, alice.subject, own, path=f"/w/{acme.slug}/admin/members")
     members["requestContext"]["http"]["method"] = "GET"
-    assert service.handle(members)["statusCode"] == 200
+    assert service.invoke(members)["statusCode"] == 200
     elsewhere = bound(globex.slug, alice.subject, own, path=f"/w/{globex.slug}/admin/members")
     elsewhere["requestContext"]["http"]["method"] = "GET"
-    assert service.handle(elsewhere)["statusCode"] == 401
+    assert service.invoke(elsewhere)["statusCode"] == 401

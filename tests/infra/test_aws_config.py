@@ -7,8 +7,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from memory_server import aws_config
 from memory_server.data.pool import Database
+from memory_server.edge import aws_config
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.conftest import Cluster

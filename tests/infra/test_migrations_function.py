@@ -27,9 +27,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from memory_server import migrate
-from memory_server.grants import sorted_grants
-from memory_server.provision import with_role
+from memory_server.data import migrate
+from memory_server.data.provision import with_role
+from memory_server.domain.grants import sorted_grants
 
 from tests.conftest import ROOT, Cluster
 from tests.infra.conftest import load_function

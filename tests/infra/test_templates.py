@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_server import aws_config, limits, migrate, runtime
-from memory_server.grants import SCOPE_GRANTS
+from memory_server.data import migrate
+from memory_server.domain import limits
+from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.edge import aws_config, runtime
 from memory_server.signin import authorizer, management
 
 from tests.infra.conftest import NESTED, ROOT, TEMPLATE, resources_of

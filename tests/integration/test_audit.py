@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import psycopg
 import pytest
-from memory_server.audit import EventBridgeSink, publish_request, sweep
+from memory_server.operations.audit_events import EventBridgeSink, publish_request, sweep
 from moto import mock_aws
 
 from tests.support import audit_tap

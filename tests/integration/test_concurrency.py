@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from memory_server.errors import ToolError
+from memory_server.domain.errors import ToolError
 
 pytestmark = pytest.mark.slow  # threads racing on real transactions
 

@@ -19,10 +19,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from memory_server import limits, runtime
-from memory_server.caller import Deadline
 from memory_server.data.pool import Database
-from memory_server.errors import ToolError
+from memory_server.domain import limits
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.edge import runtime
 
 
 class SilentThenForwarding:

@@ -6,9 +6,9 @@ import time
 import uuid
 
 import psycopg
-from memory_server.caller import Deadline
 from memory_server.data.pool import Database
-from memory_server.models import ReadArgs, parse_args
+from memory_server.domain.arguments import ReadArgs, parse_args
+from memory_server.domain.deadline import Deadline
 from memory_server.operations import memory_read
 from memory_server.operations.store import Store
 

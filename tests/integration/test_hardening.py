@@ -12,14 +12,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from memory_server.addresses import parse_path_address
 from memory_server.admin import operators
-from memory_server.caller import Deadline
-from memory_server.contexts import parse_context
 from memory_server.data import records
 from memory_server.data.records import Content
-from memory_server.errors import AdminError, ToolError
-from memory_server.models import RememberArgs
+from memory_server.domain.addresses import parse_path_address
+from memory_server.domain.arguments import RememberArgs
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import AdminError, ToolError
 from memory_server.operations import memory_remember
 from memory_server.operations.membership import resolve_caller
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from memory_server.migrate import MigrationError, default_migrations_dir, load_migrations, migrate
+from memory_server.data.migrate import (
+    MigrationError,
+    default_migrations_dir,
+    load_migrations,
+    migrate,
+)
 
 
 def test_rerun_applies_nothing(cluster) -> None:  # type: ignore[no-untyped-def]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from memory_server.caller import Deadline
-from memory_server.errors import ToolError
-from memory_server.models import ListArgs, ReadArgs
+from memory_server.domain.arguments import ListArgs, ReadArgs
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
 from memory_server.operations import memory_list, memory_read
 
 from tests.support import table_locked

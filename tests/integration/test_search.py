@@ -7,13 +7,13 @@ import math
 
 import psycopg
 import pytest
-from memory_server.budget import RESPONSE_MAX_BYTES, jsonrpc_tool_result_size
-from memory_server.caller import Deadline
-from memory_server.errors import ToolError
-from memory_server.models import SearchArgs
+from memory_server.domain.arguments import SearchArgs
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.domain.ranking import Candidate, DeterministicRanker
 from memory_server.operations import memory_search
 from memory_server.operations.store import Store
-from memory_server.ranking import Candidate, DeterministicRanker
+from memory_server.protocol.budget import RESPONSE_MAX_BYTES, jsonrpc_tool_result_size
 
 from tests.support import table_locked
 

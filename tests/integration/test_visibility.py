@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from memory_server.contexts import parse_context
-from memory_server.errors import ContextUnavailable, ToolError
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.errors import ContextUnavailable, ToolError
 from memory_server.operations.membership import resolve_caller
 
 

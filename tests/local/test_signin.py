@@ -40,7 +40,7 @@ def signin(local_aws: LocalAws, issuer: LocalIssuer) -> Iterator[ApiGateway]:
         # An hour of its own, so these registrations use no one else's rate budget.
         clock=lambda: 3_000_000_000.0,
     )
-    gateway.management = management.handle
+    gateway.management = management.route
     try:
         yield gateway
     finally:

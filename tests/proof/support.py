@@ -29,8 +29,8 @@ import psycopg
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_local.dev import DATABASE, DevStack
-from memory_server import migrate
-from memory_server.audit import EventBridgeSink, sweep
+from memory_server.data import migrate
+from memory_server.operations.audit_events import EventBridgeSink, sweep
 
 T = TypeVar("T")
 JSON = "application/json"

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from memory_local.aws import AUDIT_TAP_RULE, IDEMPOTENCY_TABLE
 from memory_local.gateway import ApiGateway
 from memory_server.data.pool import Database
-from memory_server.service import McpService, Settings
+from memory_server.edge.service import McpService, Settings
 
 from tests.proof.support import (
     Inspector,
@@ -412,7 +412,7 @@ def unreachable(stack: Any) -> Iterator[str]:
     database = Database(url, min_size=1, max_size=2)
     settings = Settings(database_url=url, cursor_secret=b"u" * 32)
     gateway = ApiGateway(
-        McpService(settings, database).handle, issuer=stack.gateway.local_issuer, quiet=True
+        McpService(settings, database).invoke, issuer=stack.gateway.local_issuer, quiet=True
     ).start()
     try:
         yield gateway.mcp_url("acme")

@@ -290,7 +290,7 @@ def test_an_unexpected_database_error_is_unavailable_never_a_500(
 ) -> None:
     """The handler runs in this process: make the database fail a statement in a way
     no code expects (a division by zero), on a tool and on an admin route."""
-    from memory_server import sql_files
+    from memory_server.data import statements as sql_files
 
     real = sql_files.query
     broken = {"create_record_unless_taken", "admin_audit_page", "list_page"}

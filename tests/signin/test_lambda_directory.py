@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from memory_local.lambdas import LocalLambda
 from memory_server.admin.identity import LambdaDirectory
-from memory_server.errors import AdminError
+from memory_server.domain.errors import AdminError
 
 
 def test_calls_go_through_json_and_come_back() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from memory_local.aws import LocalAws
-from memory_server import audit
 from memory_server.admin.identity import CognitoDirectory
-from memory_server.grants import MCP_SCOPES
-from memory_server.limits import REGISTRATIONS_PER_SOURCE_PER_HOUR
+from memory_server.domain.grants import MCP_SCOPES
+from memory_server.domain.limits import REGISTRATIONS_PER_SOURCE_PER_HOUR
+from memory_server.operations import audit_events as audit
 from memory_server.signin import management as management_module
 from memory_server.signin.management import AUDIT_SOURCE, Management
 from memory_server.signin.registry import SigninTable, UsageRecorder
@@ -51,7 +51,7 @@ def http_event(
 
 def register(mgmt: Management, source: str = "198.51.100.7", **metadata: Any) -> dict[str, Any]:
     body = {"redirect_uris": ["http://127.0.0.1:43123/callback"], **metadata}
-    return mgmt.handle(http_event("POST /register", body, source))
+    return mgmt.route(http_event("POST /register", body, source))
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def published(aws: LocalAws, detail_type: str) -> list[dict[str, Any]]:
 
 
 def test_metadata_names_the_product_as_issuer(mgmt: Management) -> None:
-    answer = mgmt.handle(http_event("GET /.well-known/oauth-authorization-server"))
+    answer = mgmt.route(http_event("GET /.well-known/oauth-authorization-server"))
     assert answer["statusCode"] == 200
     assert answer["headers"]["cache-control"] == "public, max-age=3600"
     doc = json.loads(answer["body"])
@@ -87,7 +87,7 @@ def test_metadata_names_the_product_as_issuer(mgmt: Management) -> None:
     assert doc["registration_endpoint"] == "https://api.example.com/register"
     assert doc["token_endpoint"].startswith("https://memory-dev.auth.")
     mgmt.public_base_url = "https://memory.example.org"
-    doc = json.loads(mgmt.handle(http_event("GET /.well-known/oauth-authorization-server"))["body"])
+    doc = json.loads(mgmt.route(http_event("GET /.well-known/oauth-authorization-server"))["body"])
     assert doc["issuer"] == "https://memory.example.org"
     assert audit.SOURCE == AUDIT_SOURCE
 
@@ -148,7 +148,7 @@ def test_refused_registrations_create_nothing(mgmt: Management, signin_aws: Loca
     assert bad["statusCode"] == 400
     assert json.loads(bad["body"])["error"] == "invalid_redirect_uri"
     assert bad["headers"]["cache-control"] == "no-store"
-    junk = mgmt.handle(http_event("POST /register", "{not json"))
+    junk = mgmt.route(http_event("POST /register", "{not json"))
     assert json.loads(junk["body"])["error"] == "invalid_client_metadata"
     assert clients() == before
 
@@ -220,7 +220,7 @@ def test_unused_registered_clients_are_swept(mgmt: Management, signin_aws: Local
 
     def sweep_at(days: float) -> list[str]:
         clock.now = start + days * DAY  # type: ignore[attr-defined]
-        return list(mgmt.handle({"action": "sweep_clients"})["removed"])
+        return list(mgmt.route({"action": "sweep_clients"})["removed"])
 
     def exists(client_id: str) -> bool:
         try:
@@ -282,16 +282,16 @@ def test_usage_is_written_at_most_daily_and_only_for_registered_clients(
 
 
 def test_agent_clients_for_the_admin_api(mgmt: Management, signin_aws: LocalAws) -> None:
-    made = mgmt.handle(
+    made = mgmt.route(
         {"action": "create_agent_client", "name": "acme.ci", "scopes": ["memory/read"]}
     )
     described = signin_aws.describe_client(made["client_id"])
     assert described["ClientSecret"] == made["client_secret"]
     assert described["AllowedOAuthFlows"] == ["client_credentials"]
-    assert mgmt.handle({"action": "delete_agent_client", "client_id": made["client_id"]}) == {
+    assert mgmt.route({"action": "delete_agent_client", "client_id": made["client_id"]}) == {
         "deleted": True
     }
-    assert mgmt.handle({"action": "delete_agent_client", "client_id": made["client_id"]}) == {
+    assert mgmt.route({"action": "delete_agent_client", "client_id": made["client_id"]}) == {
         "deleted": False
     }
     for bad in (
@@ -301,16 +301,16 @@ def test_agent_clients_for_the_admin_api(mgmt: Management, signin_aws: LocalAws)
         {},
     ):
         with pytest.raises(ValueError):
-            mgmt.handle(bad)
+            mgmt.route(bad)
 
 
 def test_http_requests_never_reach_the_direct_actions(mgmt: Management) -> None:
     # Whatever an HTTP body says, an API Gateway event is routed by its route key.
-    smuggled = mgmt.handle(
+    smuggled = mgmt.route(
         http_event("POST /register", {"action": "create_agent_client", "name": "x", "scopes": []})
     )
     assert smuggled["statusCode"] == 400
-    other = mgmt.handle(http_event("POST /w/acme/admin/agent-keys", {"action": "sweep_clients"}))
+    other = mgmt.route(http_event("POST /w/acme/admin/agent-keys", {"action": "sweep_clients"}))
     assert other["statusCode"] == 404
     assert set(MCP_SCOPES) == {
         "memory/read",

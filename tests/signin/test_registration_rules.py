@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from memory_server.errors import OAuthError
-from memory_server.grants import MCP_SCOPES
-from memory_server.limits import REGISTRATION_BODY_MAX_BYTES, REGISTRATION_MAX_REDIRECT_URIS
+from memory_server.domain.errors import OAuthError
+from memory_server.domain.grants import MCP_SCOPES
+from memory_server.domain.limits import REGISTRATION_BODY_MAX_BYTES, REGISTRATION_MAX_REDIRECT_URIS
 from memory_server.signin.registration import (
     allowed_redirect_uri,
     cognito_client_name,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from memory_local.tokens import LocalIssuer
-from memory_server import auth
-from memory_server.errors import KeySetUnavailable, TokenRefused
-from memory_server.gateway_events import token_identity
-from memory_server.limits import JWKS_REFETCH_MIN_S, JWKS_TTL_S
+from memory_server.domain.errors import KeySetUnavailable, TokenRefused
+from memory_server.domain.limits import JWKS_REFETCH_MIN_S, JWKS_TTL_S
+from memory_server.edge import authenticate as auth
+from memory_server.edge.gateway_events import token_identity
 from memory_server.signin.authorizer import (
     ADMIN_ROUTE_KEY,
     MCP_ROUTE_KEY,
@@ -114,7 +114,7 @@ def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
     token = issuer.issue_access_token(
         sub="person-1", client_id="client-1", scopes=["memory/read", "openid"], username="p"
     )
-    decision = authorizer.handle(authorizer_event(token))
+    decision = authorizer.authorize(authorizer_event(token))
     assert decision == {
         "isAuthorized": True,
         "context": {
@@ -140,33 +140,37 @@ def test_route_scope_decides_allow_or_deny(issuer: LocalIssuer) -> None:
     reader = issuer.issue_access_token(sub="s", client_id="c", scopes=["memory/read"])
     admin = issuer.issue_access_token(sub="s", client_id="c", scopes=["memory/admin"])
     other = issuer.issue_access_token(sub="s", client_id="c", scopes=["openid", "profile"])
-    assert authorizer.handle(authorizer_event(reader))["isAuthorized"] is True
-    assert authorizer.handle(authorizer_event(admin))["isAuthorized"] is True
-    assert authorizer.handle(authorizer_event(other)) == {"isAuthorized": False}
-    assert authorizer.handle(authorizer_event(reader, ADMIN_ROUTE_KEY)) == {"isAuthorized": False}
-    assert authorizer.handle(authorizer_event(admin, ADMIN_ROUTE_KEY))["isAuthorized"] is True
+    assert authorizer.authorize(authorizer_event(reader))["isAuthorized"] is True
+    assert authorizer.authorize(authorizer_event(admin))["isAuthorized"] is True
+    assert authorizer.authorize(authorizer_event(other)) == {"isAuthorized": False}
+    assert authorizer.authorize(authorizer_event(reader, ADMIN_ROUTE_KEY)) == {
+        "isAuthorized": False
+    }
+    assert authorizer.authorize(authorizer_event(admin, ADMIN_ROUTE_KEY))["isAuthorized"] is True
     # A route it was never attached to is denied, whatever the token.
-    assert authorizer.handle(authorizer_event(admin, "GET /elsewhere")) == {"isAuthorized": False}
+    assert authorizer.authorize(authorizer_event(admin, "GET /elsewhere")) == {
+        "isAuthorized": False
+    }
 
 
 def test_invalid_tokens_fail_with_exactly_unauthorized(issuer: LocalIssuer) -> None:
     authorizer = TokenAuthorizer(ISSUER, KeySet(issuer.jwks), BASE)
     for token in (None, "x.y.z"):
         with pytest.raises(TokenRefused) as refused:
-            authorizer.handle(authorizer_event(token))
+            authorizer.authorize(authorizer_event(token))
         # API Gateway turns exactly this message into its 401.
         assert str(refused.value) == "Unauthorized"
     bound = issuer.issue_access_token(
         sub="s", client_id="c", scopes=["memory/read"], audience=f"{BASE}/w/acme/mcp"
     )
-    assert authorizer.handle(authorizer_event(bound, workspace="acme"))["context"]["aud"] == (
+    assert authorizer.authorize(authorizer_event(bound, workspace="acme"))["context"]["aud"] == (
         f"{BASE}/w/acme/mcp"
     )
     with pytest.raises(TokenRefused, match="Unauthorized"):
-        authorizer.handle(authorizer_event(bound, workspace="globex"))
+        authorizer.authorize(authorizer_event(bound, workspace="globex"))
     # Without PUBLIC_BASE_URL the resource is the request's own https origin.
     plain = TokenAuthorizer(ISSUER, KeySet(issuer.jwks))
-    assert plain.handle(authorizer_event(bound, workspace="acme"))["isAuthorized"] is True
+    assert plain.authorize(authorizer_event(bound, workspace="acme"))["isAuthorized"] is True
 
 
 def test_authorizer_context_shape() -> None:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memory_server.caller import Caller
-from memory_server.contexts import parse_context
-from memory_server.errors import ToolError
+from memory_server.domain.caller import Caller
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.errors import ToolError
 
 
 def alice_caller(*grants: str) -> Caller:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_server.addresses import (
+from memory_server.domain.addresses import (
     IdAddress,
     Prefix,
     RecordAddress,
@@ -19,7 +19,7 @@ from memory_server.addresses import (
     parse_prefix,
     parse_record_address,
 )
-from memory_server.errors import ToolError
+from memory_server.domain.errors import ToolError
 
 from tests.unit.support import refusal_message
 

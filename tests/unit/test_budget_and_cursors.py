@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.budget import (
+from memory_server.domain.cursors import CURSOR_TTL_S, decode_cursor, encode_cursor
+from memory_server.domain.errors import ToolError
+from memory_server.domain.grants import effective_grants
+from memory_server.domain.results import Hit, ListPage, SearchResult
+from memory_server.protocol.budget import (
     ConservativeSizer,
     fit_list,
     fit_search,
@@ -14,10 +18,6 @@ from memory_server.budget import (
     utf8_prefix,
     utf8_window,
 )
-from memory_server.cursors import CURSOR_TTL_S, decode_cursor, encode_cursor
-from memory_server.errors import ToolError
-from memory_server.grants import effective_grants
-from memory_server.results import Hit, ListPage, SearchResult
 
 
 @given(st.text(), st.integers(min_value=0, max_value=300))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.contexts import encode_id, gate_key, parse_context, parse_target_context
-from memory_server.errors import ToolError
+from memory_server.domain.contexts import encode_id, gate_key, parse_context, parse_target_context
+from memory_server.domain.errors import ToolError
 
 from tests.unit.support import refusal_message
 

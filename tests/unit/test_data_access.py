@@ -1,7 +1,6 @@
 """The data-access package's boundaries, read from the source (no database).
 
-Only ``memory_server.data`` (and ``migrate.py``, the migration runner) executes
-statements or holds statement names: every other module of the server, the Lambda
+Only ``memory_server.data`` executes statements or holds statement names: every other module of the server, the Lambda
 handlers, the CLI and the dev stack call its typed functions. Every statement is a
 file under ``data/sql/`` that the package names, and every name it passes is a file.
 No statement function takes a callback (``then=``): a request's steps are ordered by
@@ -19,9 +18,6 @@ PACKAGE = ROOT / "layers" / "core" / "memory_server"
 DATA = PACKAGE / "data"
 STATEMENTS = {path.stem for path in (DATA / "sql").glob("*.sql")}
 
-# Outside data/, the only module that may call execute: the migration runner (its
-# role statements are composed, not files).
-OUTSIDE_DATA = {"migrate.py"}
 # How statements are named inside the package: Transaction.query/execute(name, ...),
 # statements.cursor/one/rows/run(conn, name, ...), statements.query(name).
 NAME_ARGUMENT = {"query": 0, "execute": 0, "cursor": 1, "one": 1, "rows": 1, "run": 1}
@@ -68,7 +64,7 @@ def test_only_the_data_package_executes_statements() -> None:
     offenders = {
         module: lines
         for module, tree in _modules(PACKAGE)
-        if not _in_data(module) and module not in OUTSIDE_DATA and (lines := _executes(tree))
+        if not _in_data(module) and (lines := _executes(tree))
     }
     assert offenders == {}, "run statements through a typed function of memory_server.data"
 
@@ -102,7 +98,10 @@ def test_statement_names_stay_in_the_package() -> None:
 def test_every_statement_is_named_in_the_package() -> None:
     literals = {
         node.value
-        for _, tree in [*_modules(DATA), ("migrate.py", ast.parse((PACKAGE / "migrate.py").read_text()))]
+        for _, tree in [
+            *_modules(DATA),
+            ("migrate.py", ast.parse((PACKAGE / "migrate.py").read_text())),
+        ]
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.errors import RpcError
+from memory_server.domain.errors import RpcError
 from memory_server.protocol.dispatcher import Dispatcher, Request, cacheable, encode
 
 MODERN = "2026-07-28"
@@ -32,7 +32,7 @@ DISPATCHER = Dispatcher({"tools/list": echo, "resources/read": refuse}, instruct
 
 def post(body: Any, headers: dict[str, str] | None = None, context: Any = None) -> Any:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    status, out_headers, out = DISPATCHER.handle({**JSON, **(headers or {})}, raw, context)
+    status, out_headers, out = DISPATCHER.dispatch({**JSON, **(headers or {})}, raw, context)
     return status, out_headers, json.loads(out) if out else None
 
 
@@ -93,7 +93,7 @@ def test_malformed_bodies_are_protocol_errors(raw: bytes, code: int) -> None:
 
 
 def test_wrong_content_type_is_refused() -> None:
-    status, _, out = DISPATCHER.handle({"content-type": "text/plain"}, b"{}", None)
+    status, _, out = DISPATCHER.dispatch({"content-type": "text/plain"}, b"{}", None)
     assert status == 400 and json.loads(out)["error"]["code"] == -32600
 
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMITS = ROOT / "layers" / "core" / "memory_server" / "limits.py"
+LIMITS = ROOT / "layers" / "core" / "memory_server" / "domain" / "limits.py"
 # The product's code: the Lambda layer, the Lambda handlers, the CLI, the dev stack.
 CODE = [ROOT / "layers", ROOT / "functions", ROOT / "cli", ROOT / "local"]
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.errors import ToolError
-from memory_server.models import (
+from memory_server.domain.arguments import (
     DeleteArgs,
     ListArgs,
     MoveArgs,
@@ -19,6 +18,7 @@ from memory_server.models import (
     _Args,
     parse_args,
 )
+from memory_server.domain.errors import ToolError
 
 URI = "memory://workspace/notes/a.md"
 KEY = "key-0001"

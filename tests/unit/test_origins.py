@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_server.errors import EdgeError
-from memory_server.origins import OriginPolicy, host_name, origin_key, parse_list
+from memory_server.domain.errors import EdgeError
+from memory_server.edge.origins import OriginPolicy, host_name, origin_key, parse_list
 
 
 def event(

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from memory_server.provision import database_of, with_database, with_role
+from memory_server.data.provision import database_of, with_database, with_role
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [

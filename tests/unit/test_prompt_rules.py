@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.addresses import RecordAddress, parse_path
-from memory_server.budget import fit_leading
-from memory_server.caller import Deadline
-from memory_server.content import check_content, skill_arguments, split_front_matter
-from memory_server.errors import ToolError
-from memory_server.operations.completions import could_be_path
+from memory_server.domain.addresses import RecordAddress, parse_path
+from memory_server.domain.content import check_content, skill_arguments, split_front_matter
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.operations.path_completion import could_be_path
 from memory_server.operations.skills import prompt_name, skill_address
 from memory_server.operations.store import Store
 from memory_server.protocol import completions
+from memory_server.protocol.budget import fit_leading
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import CallContext
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.search_query import ParsedQuery, parse_query
+from memory_server.domain.search_query import ParsedQuery, parse_query
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.caller import Caller, Deadline
-from memory_server.errors import RpcError, ToolError
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import RpcError, ToolError
 from memory_server.operations.store import Store
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import (

@@ -17,10 +17,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_cli import transfer
-from memory_server.addresses import RecordAddress, parse_address
-from memory_server.budget import utf8_window
-from memory_server.content import check_source
-from memory_server.contexts import encode_id, parse_context
+from memory_server.domain.addresses import RecordAddress, parse_address
+from memory_server.domain.content import check_source
+from memory_server.domain.contexts import encode_id, parse_context
+from memory_server.protocol.budget import utf8_window
 
 META: dict[str, Any] = {
     "uri": "memory://workspace/notes/a/b.md",

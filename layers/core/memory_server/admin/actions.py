@@ -19,16 +19,17 @@ from typing import Any
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
-from ..caller import Caller, Deadline
-from ..data import statements as sql_files
-from ..data.pool import Connection, Database
-from ..errors import AdminError
-from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
-from ..limits import ADMIN_DEADLINE_S
-from ..summaries import iso
-from . import models as m
-from .errors import conflict, invalid_field, missing, unknown_identity
-from .identity import AgentClients
+from memory_server.admin import models as m
+from memory_server.admin.errors import conflict, invalid_field, missing, unknown_identity
+from memory_server.admin.identity import AgentClients
+from memory_server.data import statements as sql_files
+from memory_server.data.pool import Connection, Database
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import AdminError
+from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
+from memory_server.domain.limits import ADMIN_DEADLINE_S
+from memory_server.domain.summaries import iso
 
 ADMIN_URI = "memory-admin://"
 

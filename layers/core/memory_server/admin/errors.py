@@ -7,7 +7,7 @@ and which admin object is missing.
 
 from __future__ import annotations
 
-from ..errors import AdminError
+from memory_server.domain.errors import AdminError
 
 
 def invalid_field(field: str, rule: str, message: str) -> AdminError:

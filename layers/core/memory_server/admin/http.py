@@ -24,16 +24,17 @@ from urllib.parse import parse_qsl
 
 from pydantic import BaseModel
 
-from ..audit import Publisher
-from ..auth import ADMIN_GATE, Authenticator
-from ..caller import Caller, Deadline
-from ..data.pool import Database
-from ..errors import AdminError, ServiceError, http_answer
-from ..gateway_events import empty_response, json_response, request_body
-from . import actions
-from . import models as m
-from .errors import invalid_field
-from .identity import AgentClients
+from memory_server.admin import actions
+from memory_server.admin import models as m
+from memory_server.admin.errors import invalid_field
+from memory_server.admin.identity import AgentClients
+from memory_server.data.pool import Database
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import AdminError, ServiceError, http_answer
+from memory_server.edge.authenticate import ADMIN_GATE, Authenticator
+from memory_server.edge.gateway_events import empty_response, json_response, request_body
+from memory_server.operations.audit_events import Publisher
 
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)
 Params = dict[str, str]
@@ -196,7 +197,7 @@ class AdminApi:
         member, added = actions.put_member(self.db, caller, _subject(params, "subject"), body)
         return member, 201 if added else 200
 
-    def handle(
+    def serve(
         self, event: Mapping[str, Any], workspace: str, rest: str, method: str, deadline: Deadline
     ) -> dict[str, Any]:
         caller = self.auth.authenticate(event, workspace, ADMIN_GATE, deadline)

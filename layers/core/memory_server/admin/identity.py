@@ -14,8 +14,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..errors import AdminError
-from ..limits import SIGNIN_ACCESS_TOKEN_MINUTES, SIGNIN_REFRESH_TOKEN_DAYS
+from memory_server.domain.errors import AdminError
+from memory_server.domain.limits import SIGNIN_ACCESS_TOKEN_MINUTES, SIGNIN_REFRESH_TOKEN_DAYS
 
 
 class AgentClients(Protocol):

@@ -11,11 +11,15 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..contexts import ListeningContext, parse_context
-from ..errors import AdminError, ToolError
-from ..grants import Grant
-from ..limits import ADMIN_AUDIT_DEFAULT_ITEMS, ADMIN_AUDIT_MAX_ITEMS, ADMIN_CONTEXT_MEMBERS_MAX
-from .errors import invalid_field
+from memory_server.admin.errors import invalid_field
+from memory_server.domain.contexts import ListeningContext, parse_context
+from memory_server.domain.errors import AdminError, ToolError
+from memory_server.domain.grants import Grant
+from memory_server.domain.limits import (
+    ADMIN_AUDIT_DEFAULT_ITEMS,
+    ADMIN_AUDIT_MAX_ITEMS,
+    ADMIN_CONTEXT_MEMBERS_MAX,
+)
 
 Scope = Literal[
     "memory/read", "memory/write.personal", "memory/write.shared", "memory/delete", "memory/admin"

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..auth import ADMIN_GATE
-from ..gateway_events import SLUG_PATTERN
-from . import models as m
-from .http import ROUTES, Route
+from memory_server.admin import models as m
+from memory_server.admin.http import ROUTES, Route
+from memory_server.edge.authenticate import ADMIN_GATE
+from memory_server.edge.gateway_events import SLUG_PATTERN
 
 ADMIN_SCOPE = ADMIN_GATE.challenge_scope
 

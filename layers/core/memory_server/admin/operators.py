@@ -51,14 +51,14 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..data.statements import Row, one, rows, run
-from ..errors import AdminError
-from ..gateway_events import SLUG_PATTERN
-from ..grants import ALL_GRANTS, lacks_read, sorted_grants
-from ..summaries import iso
-from .errors import conflict, invalid_field
-from .identity import Directory
-from .models import SUBJECT_PATTERN, registrable_context
+from memory_server.admin.errors import conflict, invalid_field
+from memory_server.admin.identity import Directory
+from memory_server.admin.models import SUBJECT_PATTERN, registrable_context
+from memory_server.data.statements import Row, one, rows, run
+from memory_server.domain.errors import AdminError
+from memory_server.domain.grants import ALL_GRANTS, lacks_read, sorted_grants
+from memory_server.domain.summaries import iso
+from memory_server.edge.gateway_events import SLUG_PATTERN
 
 logger = logging.getLogger(__name__)
 

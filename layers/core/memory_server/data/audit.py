@@ -9,10 +9,10 @@ from typing import Any, TypedDict
 
 import psycopg
 
-from ..caller import Caller
-from . import statements
-from .pool import Pending, Transaction
-from .statements import every
+from memory_server.data import statements
+from memory_server.data.pool import Pending, Transaction
+from memory_server.data.statements import every
+from memory_server.domain.caller import Caller
 
 
 class OutboxRow(TypedDict):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Literal, TypedDict
 
-from ..caller import Deadline
-from .pool import Database
-from .statements import first
+from memory_server.data.pool import Database
+from memory_server.data.statements import first
+from memory_server.domain.deadline import Deadline
 
 
 class CallerRow(TypedDict):

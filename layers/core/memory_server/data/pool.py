@@ -30,10 +30,13 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..caller import Caller, Deadline
-from ..errors import ToolError
-from ..grants import sorted_grants
-from ..limits import (
+from memory_server.data import statements
+from memory_server.data.statements import Row
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.domain.grants import sorted_grants
+from memory_server.domain.limits import (
     DB_CONNECT_TIMEOUT_S,
     DB_KEEPALIVES_COUNT,
     DB_KEEPALIVES_IDLE_S,
@@ -41,8 +44,6 @@ from ..limits import (
     DB_POOL_TIMEOUT_S,
     DB_TCP_USER_TIMEOUT_MS,
 )
-from . import statements
-from .statements import Row
 
 logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[dict[str, Any]]

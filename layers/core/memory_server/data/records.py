@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
-from ..addresses import IdAddress, RecordAddress
-from ..caller import Caller
-from .pool import Pending, Transaction
-from .statements import Row, every, first
+from memory_server.data.pool import Pending, Transaction
+from memory_server.data.statements import Row, every, first
+from memory_server.domain.addresses import IdAddress, RecordAddress
+from memory_server.domain.caller import Caller
 
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 

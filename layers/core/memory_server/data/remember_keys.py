@@ -8,10 +8,10 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ..caller import Caller
-from .pool import Pending, Transaction
-from .records import view
-from .statements import Row
+from memory_server.data.pool import Pending, Transaction
+from memory_server.data.records import view
+from memory_server.data.statements import Row
+from memory_server.domain.caller import Caller
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
-from ..caller import Caller
-from ..limits import SEARCH_EXCERPT_SOURCE_CHARS, SEARCH_EXCERPT_WORDS
-from .pool import Pending, Transaction
-from .records import view
-from .statements import Row
+from memory_server.data.pool import Pending, Transaction
+from memory_server.data.records import view
+from memory_server.data.statements import Row
+from memory_server.domain.caller import Caller
+from memory_server.domain.limits import SEARCH_EXCERPT_SOURCE_CHARS, SEARCH_EXCERPT_WORDS
 
 
 @dataclass(frozen=True, slots=True)

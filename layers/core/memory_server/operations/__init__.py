@@ -1,13 +1,13 @@
 """One function per tool, each one transaction: ``(store, caller, args) -> result``;
 and the reads behind prompts and completions (:mod:`.skills`, :mod:`.completions`)."""
 
-from .memory_delete import memory_delete
-from .memory_list import memory_list
-from .memory_move import memory_move
-from .memory_read import memory_read, read_revision
-from .memory_remember import memory_remember
-from .memory_search import memory_search
-from .memory_write import memory_write
+from memory_server.operations.memory_delete import memory_delete
+from memory_server.operations.memory_list import memory_list
+from memory_server.operations.memory_move import memory_move
+from memory_server.operations.memory_read import memory_read, read_revision
+from memory_server.operations.memory_remember import memory_remember
+from memory_server.operations.memory_search import memory_search
+from memory_server.operations.memory_write import memory_write
 
 __all__ = [
     "memory_delete",

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..addresses import Kind, RecordAddress
-from ..caller import Caller, Deadline
-from ..content import check_content, derive_title
-from ..data import records
-from ..data.pool import Database
-from ..data.records import Content, Missed, RecordRow, Written
-from ..errors import not_found, revision_conflict
+from memory_server.data import records
+from memory_server.data.pool import Database
+from memory_server.data.records import Content, Missed, RecordRow, Written
+from memory_server.domain.addresses import Kind, RecordAddress
+from memory_server.domain.caller import Caller
+from memory_server.domain.content import check_content, derive_title
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import not_found, revision_conflict
 
 
 def writable(caller: Caller, address: RecordAddress) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ..caller import Caller, Deadline
-from ..contexts import ListeningContext, gate_key
-from ..data import callers
-from ..data.pool import Database
-from ..errors import ContextUnavailable
-from ..grants import effective_grants
+from memory_server.data import callers
+from memory_server.data.pool import Database
+from memory_server.domain.caller import Caller
+from memory_server.domain.contexts import ListeningContext, gate_key
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ContextUnavailable
+from memory_server.domain.grants import effective_grants
 
 
 @dataclass(frozen=True, slots=True)

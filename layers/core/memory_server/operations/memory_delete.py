@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import RecordAddress, parse_record_address
-from ..caller import Caller, Deadline
-from ..data import records
-from ..data.records import NO_CONTENT
-from ..errors import not_found
-from ..models import DeleteArgs
-from .changes import address_of, deletable, settled
-from .store import Store
+from memory_server.data import records
+from memory_server.data.records import NO_CONTENT
+from memory_server.domain.addresses import RecordAddress, parse_record_address
+from memory_server.domain.arguments import DeleteArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import not_found
+from memory_server.operations.changes import address_of, deletable, settled
+from memory_server.operations.store import Store
 
 
 def memory_delete(

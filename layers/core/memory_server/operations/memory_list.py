@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..addresses import parse_prefix
-from ..caller import Caller, Deadline
-from ..cursors import decode_cursor, encode_cursor
-from ..data import records
-from ..grants import sorted_grants
-from ..models import ListArgs
-from ..results import ListPage
-from ..summaries import summary
-from .store import Store
+from memory_server.data import records
+from memory_server.domain.addresses import parse_prefix
+from memory_server.domain.arguments import ListArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.cursors import decode_cursor, encode_cursor
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.grants import sorted_grants
+from memory_server.domain.results import ListPage
+from memory_server.domain.summaries import summary
+from memory_server.operations.store import Store
 
 _START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import parse_path_address, parse_record_address
-from ..caller import Caller, Deadline
-from ..data import records
-from ..data.records import Occupied
-from ..errors import ToolError, invalid, not_found, revision_conflict
-from ..models import MoveArgs
-from .changes import new_content, settled, writable
-from .store import Store
+from memory_server.data import records
+from memory_server.data.records import Occupied
+from memory_server.domain.addresses import parse_path_address, parse_record_address
+from memory_server.domain.arguments import MoveArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError, invalid, not_found, revision_conflict
+from memory_server.operations.changes import new_content, settled, writable
+from memory_server.operations.store import Store
 
 
 def memory_move(

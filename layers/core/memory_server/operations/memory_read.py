@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import Address, RevisionAddress, parse_address
-from ..budget import utf8_window
-from ..caller import Caller, Deadline
-from ..data import records
-from ..data.pool import Pending, Transaction
-from ..data.records import HistoryRow
-from ..errors import not_found
-from ..limits import HISTORY_LIMIT
-from ..models import ReadArgs
-from ..summaries import iso, summary, uri_of
-from .store import Store
+from memory_server.data import records
+from memory_server.data.pool import Pending, Transaction
+from memory_server.data.records import HistoryRow
+from memory_server.domain.addresses import Address, RevisionAddress, parse_address
+from memory_server.domain.arguments import ReadArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import not_found
+from memory_server.domain.limits import HISTORY_LIMIT
+from memory_server.domain.summaries import iso, summary, uri_of
+from memory_server.operations.store import Store
+from memory_server.protocol.budget import utf8_window
 
 
 def memory_read(

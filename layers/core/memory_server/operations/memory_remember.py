@@ -15,18 +15,19 @@ from typing import Any
 
 from psycopg.errors import UniqueViolation
 
-from ..addresses import RecordAddress, parse_path_address
-from ..caller import Caller, Deadline
-from ..content import check_source, check_text
-from ..contexts import parse_target_context
-from ..data import records, remember_keys
-from ..data.pool import Transaction
-from ..data.remember_keys import Key
-from ..errors import ToolError, invalid
-from ..limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES
-from ..models import RememberArgs
-from .changes import merged_content, writable
-from .store import Store
+from memory_server.data import records, remember_keys
+from memory_server.data.pool import Transaction
+from memory_server.data.remember_keys import Key
+from memory_server.domain.addresses import RecordAddress, parse_path_address
+from memory_server.domain.arguments import RememberArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.content import check_source, check_text
+from memory_server.domain.contexts import parse_target_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError, invalid
+from memory_server.domain.limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES
+from memory_server.operations.changes import merged_content, writable
+from memory_server.operations.store import Store
 
 _ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
 

@@ -14,23 +14,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..caller import Caller, Deadline
-from ..content import check_text
-from ..data import search
-from ..data.search import HitRow, Terms
-from ..errors import IntegrityViolation, ToolError
-from ..limits import (
+from memory_server.data import search
+from memory_server.data.search import HitRow, Terms
+from memory_server.domain.arguments import SearchArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.content import check_text
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import IntegrityViolation, ToolError
+from memory_server.domain.limits import (
     QUERY_MAX_BYTES,
     SEARCH_FETCH_BUDGET,
     SEARCH_MAX_HITS,
     SEARCH_SCORE_BUDGET,
 )
-from ..models import SearchArgs
-from ..ranking import Candidate
-from ..results import Hit, SearchResult
-from ..search_query import parse_query
-from ..summaries import summary
-from .store import Store
+from memory_server.domain.ranking import Candidate
+from memory_server.domain.results import Hit, SearchResult
+from memory_server.domain.search_query import parse_query
+from memory_server.domain.summaries import summary
+from memory_server.operations.store import Store
 
 
 def memory_search(

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..addresses import RecordAddress, parse_record_address
-from ..caller import Caller, Deadline
-from ..content import check_source
-from ..contexts import parse_target_context
-from ..data import records
-from ..data.records import Taken, Written
-from ..errors import invalid, not_found, revision_conflict
-from ..models import WriteArgs
-from .changes import address_of, new_content, settled, writable
-from .store import Store
+from memory_server.data import records
+from memory_server.data.records import Taken, Written
+from memory_server.domain.addresses import RecordAddress, parse_record_address
+from memory_server.domain.arguments import WriteArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.content import check_source
+from memory_server.domain.contexts import parse_target_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import invalid, not_found, revision_conflict
+from memory_server.operations.changes import address_of, new_content, settled, writable
+from memory_server.operations.store import Store
 
 
 def memory_write(

@@ -15,18 +15,19 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from ..addresses import Namespace, RecordAddress, parse_path
-from ..budget import utf8_prefix
-from ..caller import Caller, Deadline
-from ..content import skill_arguments, split_front_matter
-from ..cursors import decode_cursor, encode_cursor
-from ..data import records
-from ..data.records import SkillRow
-from ..errors import ToolError, not_found
-from ..grants import sorted_grants
-from ..limits import PROMPT_DESCRIPTION_MAX_BYTES, SKILL_HEAD_CHARS
-from ..results import ListPage
-from .store import Store
+from memory_server.data import records
+from memory_server.data.records import SkillRow
+from memory_server.domain.addresses import Namespace, RecordAddress, parse_path
+from memory_server.domain.caller import Caller
+from memory_server.domain.content import skill_arguments, split_front_matter
+from memory_server.domain.cursors import decode_cursor, encode_cursor
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError, not_found
+from memory_server.domain.grants import sorted_grants
+from memory_server.domain.limits import PROMPT_DESCRIPTION_MAX_BYTES, SKILL_HEAD_CHARS
+from memory_server.domain.results import ListPage
+from memory_server.operations.store import Store
+from memory_server.protocol.budget import utf8_prefix
 
 SKILL_FILE = "SKILL.md"
 PERSONAL = "me/"

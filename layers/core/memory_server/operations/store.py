@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..data.pool import Database
-from ..ranking import DeterministicRanker, Ranker
+from memory_server.data.pool import Database
+from memory_server.domain.ranking import DeterministicRanker, Ranker
 
 
 @dataclass(slots=True)

@@ -18,16 +18,20 @@ from typing import Any
 
 import mcp_types as t
 
-from .. import budget
-from ..addresses import KINDS, Kind, Namespace
-from ..content import PROMPT_NAME_ARGUMENT
-from ..errors import RpcError, ToolError
-from ..operations.completions import Completion, complete_paths, complete_prompt_names
-from ..operations.store import Store
-from .dispatcher import Request
-from .prompts import rpc_error
-from .resources import TEMPLATES
-from .tools import CallContext
+from memory_server.domain.addresses import KINDS, Kind, Namespace
+from memory_server.domain.content import PROMPT_NAME_ARGUMENT
+from memory_server.domain.errors import RpcError, ToolError
+from memory_server.operations.path_completion import (
+    Completion,
+    complete_paths,
+    complete_prompt_names,
+)
+from memory_server.operations.store import Store
+from memory_server.protocol import budget
+from memory_server.protocol.dispatcher import Request
+from memory_server.protocol.prompts import rpc_error
+from memory_server.protocol.resources import TEMPLATES
+from memory_server.protocol.tools import CallContext
 
 PATH_TEMPLATES: dict[str, Namespace] = {
     template: "me" if template.startswith("memory://me/") else "workspace"

@@ -27,8 +27,8 @@ import mcp_types as t
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 
-from ..errors import RpcError, rpc_error_body
-from ..limits import CATALOG_TTL_MS
+from memory_server.domain.errors import RpcError, rpc_error_body
+from memory_server.domain.limits import CATALOG_TTL_MS
 
 MODERN_VERSION = "2026-07-28"
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -184,7 +184,7 @@ class Dispatcher:
         self.handlers = dict(handlers)
         self.instructions = instructions
 
-    def handle(self, headers: Mapping[str, str], body: bytes, context: Any = None) -> Response:
+    def dispatch(self, headers: Mapping[str, str], body: bytes, context: Any = None) -> Response:
         content_type = headers.get("content-type", "")
         if not content_type.lower().startswith("application/json"):
             return _framing_error(

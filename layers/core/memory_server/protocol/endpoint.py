@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..audit import Publisher
-from ..auth import MCP_GATE, Authenticator
-from ..caller import Deadline
-from ..gateway_events import request_body, request_headers
-from .dispatcher import Dispatcher
-from .tools import CallContext
+from memory_server.domain.deadline import Deadline
+from memory_server.edge.authenticate import MCP_GATE, Authenticator
+from memory_server.edge.gateway_events import request_body, request_headers
+from memory_server.operations.audit_events import Publisher
+from memory_server.protocol.dispatcher import Dispatcher
+from memory_server.protocol.tools import CallContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +24,10 @@ class McpRoute:
     dispatcher: Dispatcher
     publisher: Publisher
 
-    def handle(
-        self, event: Mapping[str, Any], workspace: str, deadline: Deadline
-    ) -> dict[str, Any]:
+    def serve(self, event: Mapping[str, Any], workspace: str, deadline: Deadline) -> dict[str, Any]:
         caller = self.auth.authenticate(event, workspace, MCP_GATE, deadline)
         call = CallContext(caller, deadline)
-        status, out_headers, body = self.dispatcher.handle(
+        status, out_headers, body = self.dispatcher.dispatch(
             request_headers(event), request_body(event), call
         )
         if call.changed:

@@ -13,15 +13,19 @@ from typing import Any
 
 import mcp_types as t
 
-from .. import budget
-from ..content import check_text
-from ..errors import RpcError, ToolError
-from ..limits import PROMPT_ARGUMENT_MAX_BYTES, PROMPTS_PAGE_ITEMS, PROMPTS_TTL_MS
-from ..operations.skills import skill_page, skill_prompt
-from ..operations.store import Store
-from ..results import TRUST
-from .dispatcher import Request, cacheable
-from .tools import CallContext
+from memory_server.domain.content import check_text
+from memory_server.domain.errors import RpcError, ToolError
+from memory_server.domain.limits import (
+    PROMPT_ARGUMENT_MAX_BYTES,
+    PROMPTS_PAGE_ITEMS,
+    PROMPTS_TTL_MS,
+)
+from memory_server.domain.results import TRUST
+from memory_server.operations.skills import skill_page, skill_prompt
+from memory_server.operations.store import Store
+from memory_server.protocol import budget
+from memory_server.protocol.dispatcher import Request, cacheable
+from memory_server.protocol.tools import CallContext
 
 
 def rpc_error(error: ToolError, not_found: RpcError) -> RpcError:

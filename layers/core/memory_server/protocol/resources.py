@@ -11,14 +11,14 @@ from typing import Any
 
 import mcp_types as t
 
-from ..addresses import RevisionAddress, parse_address
-from ..errors import RpcError, ToolError
-from ..limits import CATALOG_TTL_MS, READ_MAX_BYTES, REVISION_TTL_MS
-from ..models import ReadArgs
-from ..operations import memory_read, read_revision
-from ..operations.store import Store
-from .dispatcher import Request, cacheable
-from .tools import CallContext
+from memory_server.domain.addresses import RevisionAddress, parse_address
+from memory_server.domain.arguments import ReadArgs
+from memory_server.domain.errors import RpcError, ToolError
+from memory_server.domain.limits import CATALOG_TTL_MS, READ_MAX_BYTES, REVISION_TTL_MS
+from memory_server.operations import memory_read, read_revision
+from memory_server.operations.store import Store
+from memory_server.protocol.dispatcher import Request, cacheable
+from memory_server.protocol.tools import CallContext
 
 TEMPLATES = [
     ("memory-personal", "memory://me/{kind}/{+path}", "A record in your personal namespace"),

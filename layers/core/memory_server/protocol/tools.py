@@ -19,14 +19,17 @@ from typing import Any
 
 import mcp_types as t
 
-from .. import budget, models, operations
-from ..caller import Caller, Deadline
-from ..errors import RpcError, ToolError
-from ..grants import Grant
-from ..limits import TOOLS_TTL_MS
-from ..operations.store import Store
-from ..results import TRUST
-from .dispatcher import Request, cacheable, dumps
+from memory_server import operations
+from memory_server.domain import arguments as models
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import RpcError, ToolError
+from memory_server.domain.grants import Grant
+from memory_server.domain.limits import TOOLS_TTL_MS
+from memory_server.domain.results import TRUST
+from memory_server.operations.store import Store
+from memory_server.protocol import budget
+from memory_server.protocol.dispatcher import Request, cacheable, dumps
 
 _ITEM_PROPERTIES: dict[str, Any] = {
     "uri": {"type": "string"},

@@ -7,12 +7,12 @@ and answers the client itself from what it returns:
 - no ``Authorization`` header: 401, without calling it;
 - a token that is missing, malformed, not an access token of the user pool, expired
   or not yet valid, or bound (``aud``, RFC 8707) to another resource: it fails with
-  ``Unauthorized`` (:class:`~memory_server.errors.TokenRefused`), API Gateway answers
+  ``Unauthorized`` (:class:`~memory_server.domain.errors.TokenRefused`), API Gateway answers
   401 ``{"message":"Unauthorized"}``;
 - a valid token without the route's scope (:data:`ROUTE_SCOPES`): ``isAuthorized``
   false, API Gateway answers 403 ``{"message":"Forbidden"}``;
 - otherwise ``isAuthorized`` true with the context the handler reads
-  (:func:`~memory_server.gateway_events.token_identity`): ``sub``, ``client_id``,
+  (:func:`~memory_server.edge.gateway_events.token_identity`): ``sub``, ``client_id``,
   ``scope``, ``token_use`` and, for a bound token, ``aud``.
 
 It accepts tokens of every app client of the pool (people's clients, agent keys,
@@ -32,11 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TokenRefused
-from ..gateway_events import request_headers, resource_url
-from ..grants import SCOPE_GRANTS
-from ..limits import TOKEN_LEEWAY_S
-from .verify import KeySet, bearer_token, token_audiences, verify_access_token
+from memory_server.domain.errors import TokenRefused
+from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.domain.limits import TOKEN_LEEWAY_S
+from memory_server.edge.gateway_events import request_headers, resource_url
+from memory_server.signin.verify import KeySet, bearer_token, token_audiences, verify_access_token
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class TokenAuthorizer:
     public_base_url: str | None = None  # as the MCP function's PUBLIC_BASE_URL
     leeway_s: float = TOKEN_LEEWAY_S
 
-    def handle(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+    def authorize(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         try:
             return self._decide(event)
         except TokenRefused as refused:

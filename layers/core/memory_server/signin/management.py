@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import OAuthError, ServiceError, http_answer
-from ..gateway_events import base_url, json_response, request_body
-from ..grants import SCOPE_GRANTS
-from ..limits import (
+from memory_server.domain.errors import OAuthError, ServiceError, http_answer
+from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.domain.limits import (
     REGISTERED_CLIENT_IDLE_DAYS,
     REGISTERED_CLIENT_UNUSED_GRACE_S,
     REGISTRATIONS_PER_HOUR,
     REGISTRATIONS_PER_SOURCE_PER_HOUR,
 )
-from .registration import (
+from memory_server.edge.gateway_events import base_url, json_response, request_body
+from memory_server.signin.registration import (
     GRANT_TYPES,
     METADATA_PATH,
     REGISTER_PATH,
@@ -47,11 +47,12 @@ from .registration import (
     parse_registration,
     server_metadata,
 )
-from .registry import ClientRecord, SigninTable, source_bucket
+from memory_server.signin.registry import ClientRecord, SigninTable, source_bucket
 
 logger = logging.getLogger(__name__)
 
-AUDIT_SOURCE = "memory-server"  # the audit bus's source (memory_server.audit.SOURCE)
+# The audit bus's source (memory_server.operations.audit_events.SOURCE).
+AUDIT_SOURCE = "memory-server"
 METADATA_ROUTE = f"GET {METADATA_PATH}"
 REGISTER_ROUTE = f"POST {REGISTER_PATH}"
 HOUR_S = 3600
@@ -85,7 +86,7 @@ class Management:
             "sweep_clients": lambda _event: self.sweep_clients(),
         }
 
-    def handle(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+    def route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         if "requestContext" in event:
             return self._http(event)
         action = event.get("action")
@@ -278,7 +279,7 @@ def build_management(env: Mapping[str, str] = os.environ) -> Management:
     ``SIGNIN_TABLE``, ``PUBLIC_BASE_URL``, ``AUDIT_BUS_NAME``, ``CLIENT_IDLE_DAYS``."""
     import boto3
 
-    from ..admin.identity import CognitoDirectory
+    from memory_server.admin.identity import CognitoDirectory
 
     return Management(
         cognito=CognitoDirectory(boto3.client("cognito-idp"), env["USER_POOL_ID"]),

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import OAuthError
-from ..grants import MCP_SCOPES
-from ..limits import (
+from memory_server.domain.errors import OAuthError
+from memory_server.domain.grants import MCP_SCOPES
+from memory_server.domain.limits import (
     CLIENT_NAME_MAX_CHARS,
     REDIRECT_URI_MAX_CHARS,
     REGISTRATION_BODY_MAX_BYTES,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..limits import CLIENT_TOUCH_EVERY_S
+from memory_server.domain.limits import CLIENT_TOUCH_EVERY_S
 
 logger = logging.getLogger(__name__)
 

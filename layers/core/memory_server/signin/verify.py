@@ -1,9 +1,9 @@
 """A user pool access token, verified: signature against the pool's key set, then claims.
 
 The key set is fetched from the pool's ``jwks_uri`` (or, in development, taken from a
-function) and kept for :data:`~memory_server.limits.JWKS_TTL_S`. A token whose ``kid``
+function) and kept for :data:`~memory_server.domain.limits.JWKS_TTL_S`. A token whose ``kid``
 is not in it makes one more fetch (Cognito rotates keys by publishing the new one
-first), at most every :data:`~memory_server.limits.JWKS_REFETCH_MIN_S`, so tokens with
+first), at most every :data:`~memory_server.domain.limits.JWKS_REFETCH_MIN_S`, so tokens with
 made-up key ids cannot turn every request into a fetch.
 """
 
@@ -18,8 +18,13 @@ from typing import Any
 
 import jwt
 
-from ..errors import KeySetUnavailable, TokenRefused
-from ..limits import JWKS_FETCH_TIMEOUT_S, JWKS_REFETCH_MIN_S, JWKS_TTL_S, TOKEN_LEEWAY_S
+from memory_server.domain.errors import KeySetUnavailable, TokenRefused
+from memory_server.domain.limits import (
+    JWKS_FETCH_TIMEOUT_S,
+    JWKS_REFETCH_MIN_S,
+    JWKS_TTL_S,
+    TOKEN_LEEWAY_S,
+)
 
 JwksSource = str | Callable[[], Mapping[str, Any]]
 ALGORITHMS = ("RS256",)  # what Cognito signs with

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
-from .addresses import Namespace
-from .contexts import ListeningContext
-from .errors import ToolError, not_found
-from .grants import Grant, write_grant
-from .limits import DEADLINE_S
+from memory_server.domain.addresses import Namespace
+from memory_server.domain.contexts import ListeningContext
+from memory_server.domain.errors import ToolError, not_found
+from memory_server.domain.grants import Grant, write_grant
 
 SHARED_OWNER = uuid.UUID(int=0)  # owner of records shared with the whole workspace
 
@@ -66,20 +64,3 @@ class Caller:
 
     def namespace_of(self, owner_id: uuid.UUID) -> Namespace:
         return "workspace" if owner_id == SHARED_OWNER else "me"
-
-
-@dataclass(frozen=True, slots=True)
-class Deadline:
-    """A per-call deadline; the database statement timeout is kept under it."""
-
-    expires_at: float = field(default_factory=lambda: time.monotonic() + DEADLINE_S)
-
-    @classmethod
-    def after(cls, seconds: float) -> Deadline:
-        return cls(time.monotonic() + seconds)
-
-    def remaining_ms(self) -> int:
-        remaining = int((self.expires_at - time.monotonic()) * 1000)
-        if remaining <= 0:
-            raise ToolError("timeout", "the call ran out of time before it finished")
-        return remaining

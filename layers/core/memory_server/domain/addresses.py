@@ -13,8 +13,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import invalid
-from .limits import PATH_MAX_BYTES, PATH_MAX_SEGMENTS, PATH_SEGMENT_MAX_CHARS
+from memory_server.domain.errors import invalid
+from memory_server.domain.limits import PATH_MAX_BYTES, PATH_MAX_SEGMENTS, PATH_SEGMENT_MAX_CHARS
 
 Namespace = Literal["me", "workspace"]
 Kind = Literal["memories", "skills", "notes"]

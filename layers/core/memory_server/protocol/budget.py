@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Protocol
 
-from .errors import invalid
-from .limits import (
+from memory_server.domain.errors import invalid
+from memory_server.domain.limits import (
     MIN_EXCERPT_BYTES,
     RESPONSE_MAX_BYTES,
     SEARCH_EXCERPT_BYTES,
     SEARCH_MAX_HITS,
 )
-from .results import TRUST, ListPage, SearchResult
+from memory_server.domain.results import TRUST, ListPage, SearchResult
 
 
 class Sizer(Protocol):

@@ -23,12 +23,13 @@ from typing import Any, Protocol
 
 import psycopg
 
-from .after_response import AfterResponse
-from .caller import Caller, Deadline
-from .data import audit as outbox
-from .data.pool import Database
-from .limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
-from .summaries import iso
+from memory_server.data import audit as outbox
+from memory_server.data.pool import Database
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
+from memory_server.domain.summaries import iso
+from memory_server.edge.after_response import AfterResponse
 
 logger = logging.getLogger(__name__)
 

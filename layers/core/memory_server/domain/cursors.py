@@ -10,8 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import invalid
-from .limits import CURSOR_MAX_CHARS, CURSOR_TTL_S
+from memory_server.domain.errors import invalid
+from memory_server.domain.limits import CURSOR_MAX_CHARS, CURSOR_TTL_S
 
 
 def _b64(data: bytes) -> str:

@@ -15,23 +15,23 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from . import audit
-from .admin.http import AdminApi
-from .admin.identity import LambdaDirectory
-from .after_response import AfterResponse
-from .auth import Authenticator
-from .data.pool import Database
-from .edge import Edge
-from .gateway_events import token_identity
-from .idempotency import DynamoDbIdempotency
-from .operations import memory_remember
-from .operations.store import Store
-from .origins import OriginPolicy, parse_list
-from .protocol import completions, prompts, resources
-from .protocol.dispatcher import Dispatcher
-from .protocol.endpoint import McpRoute
-from .protocol.tools import Observer, ToolTable
-from .signin.registry import SigninTable, UsageRecorder
+from memory_server.admin.http import AdminApi
+from memory_server.admin.identity import LambdaDirectory
+from memory_server.data.pool import Database
+from memory_server.edge.after_response import AfterResponse
+from memory_server.edge.authenticate import Authenticator
+from memory_server.edge.gateway_events import token_identity
+from memory_server.edge.origins import OriginPolicy, parse_list
+from memory_server.edge.routing import Edge
+from memory_server.operations import audit_events as audit
+from memory_server.operations import memory_remember
+from memory_server.operations.idempotency import DynamoDbIdempotency
+from memory_server.operations.store import Store
+from memory_server.protocol import completions, prompts, resources
+from memory_server.protocol.dispatcher import Dispatcher
+from memory_server.protocol.endpoint import McpRoute
+from memory_server.protocol.tools import Observer, ToolTable
+from memory_server.signin.registry import SigninTable, UsageRecorder
 
 INSTRUCTIONS = (
     "Memory for agents. Search before writing; read before replacing (writes need the "
@@ -145,7 +145,7 @@ class McpService:
             McpRoute(auth, self.dispatcher, publisher), self.admin, self.settings.public_base_url
         )
 
-    def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
+    def invoke(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
         with self.after_response.invocation(getattr(lambda_context, "aws_request_id", None)):
@@ -153,4 +153,4 @@ class McpService:
                 identity = token_identity(event)
                 if identity is not None and identity.client_id:
                     self.usage.seen(identity.client_id)  # at most daily; never raises
-            return self.edge.handle(event, lambda_context)
+            return self.edge.route(event, lambda_context)

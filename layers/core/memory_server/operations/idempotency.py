@@ -13,10 +13,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .caller import Caller, Deadline
-from .errors import ToolError
-from .models import RememberArgs
-from .operations.memory_remember import check_remember
+from memory_server.domain.arguments import RememberArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.operations.memory_remember import check_remember
 
 logger = logging.getLogger(__name__)
 # memory_remember bound to the store: (caller, arguments, deadline) -> result.

@@ -11,13 +11,18 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
-from ..addresses import KINDS, Kind, Namespace
-from ..caller import Caller, Deadline
-from ..data import records
-from ..errors import ToolError
-from ..limits import COMPLETION_MAX_VALUES, COMPLETION_PREFIX_MAX_BYTES, PATH_MAX_BYTES
-from .skills import PERSONAL, SKILL_FILE, prompt_name
-from .store import Store
+from memory_server.data import records
+from memory_server.domain.addresses import KINDS, Kind, Namespace
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import ToolError
+from memory_server.domain.limits import (
+    COMPLETION_MAX_VALUES,
+    COMPLETION_PREFIX_MAX_BYTES,
+    PATH_MAX_BYTES,
+)
+from memory_server.operations.skills import PERSONAL, SKILL_FILE, prompt_name
+from memory_server.operations.store import Store
 
 _PUNCTUATION = frozenset("._-/")
 

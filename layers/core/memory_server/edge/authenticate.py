@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .caller import Caller, Deadline
-from .contexts import parse_context
-from .data.pool import Database
-from .errors import (
+from memory_server.data.pool import Database
+from memory_server.domain.caller import Caller
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import (
     EdgeError,
     ToolError,
     edge_unavailable,
@@ -25,10 +26,10 @@ from .errors import (
     no_such_workspace,
     unauthenticated,
 )
-from .gateway_events import SLUG, request_headers, resource_url, token_identity
-from .grants import SCOPE_GRANTS
-from .operations.membership import resolve_caller
-from .origins import OriginPolicy
+from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.edge.gateway_events import SLUG, request_headers, resource_url, token_identity
+from memory_server.edge.origins import OriginPolicy
+from memory_server.operations.membership import resolve_caller
 
 
 @dataclass(frozen=True, slots=True)

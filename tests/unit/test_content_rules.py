@@ -8,21 +8,20 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_server.addresses import RecordAddress
-from memory_server.caller import SHARED_OWNER, Caller
-from memory_server.contexts import parse_context
-from memory_server.errors import ToolError
-from memory_server.limits import CONTENT_MAX_BYTES
-from memory_server.records import (
+from memory_server.data.records import view
+from memory_server.domain.addresses import RecordAddress
+from memory_server.domain.caller import SHARED_OWNER, Caller
+from memory_server.domain.content import (
     check_content,
     check_source,
     check_text,
     derive_title,
     front_matter,
-    iso,
-    summary,
-    view,
 )
+from memory_server.domain.contexts import parse_context
+from memory_server.domain.errors import ToolError
+from memory_server.domain.limits import CONTENT_MAX_BYTES
+from memory_server.domain.summaries import iso, summary
 
 NOTE = RecordAddress("workspace", "notes", "a.md")
 SKILL = RecordAddress("workspace", "skills", "deploy/SKILL.md")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote_to_bytes
 
-from .errors import invalid
-from .limits import CONTEXT_ID_MAX_BYTES
+from memory_server.domain.errors import invalid
+from memory_server.domain.limits import CONTEXT_ID_MAX_BYTES
 
 WORKSPACE = "workspace"
 _ENCODED_ID_RE = re.compile(r"^(?:[A-Za-z0-9\-._~]|%[0-9A-F]{2})+$")

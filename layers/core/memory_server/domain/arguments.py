@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import limits
-from .errors import invalid
+from memory_server.domain import limits
+from memory_server.domain.errors import invalid
 
 Uri = Annotated[
     str, Field(min_length=1, max_length=limits.URI_MAX_CHARS, description="A memory:// URI")

@@ -138,7 +138,11 @@ def events_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    from .limits import EVENTS_CONNECT_TIMEOUT_S, EVENTS_MAX_ATTEMPTS, EVENTS_READ_TIMEOUT_S
+    from memory_server.domain.limits import (
+        EVENTS_CONNECT_TIMEOUT_S,
+        EVENTS_MAX_ATTEMPTS,
+        EVENTS_READ_TIMEOUT_S,
+    )
 
     config = Config(
         connect_timeout=EVENTS_CONNECT_TIMEOUT_S,

@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .data import statements as sql_files
+from memory_server.data import statements as sql_files
 
 OWNER_ROLE = "memory_owner"
 RUNTIME_ROLE = "memory_runtime"

@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from . import migrate
+from memory_server.data import migrate
 
 Connect = migrate.Connect
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import re
 
-from .addresses import RecordAddress
-from .budget import utf8_prefix
-from .errors import ToolError, invalid
-from .limits import CONTENT_MAX_BYTES, PROMPT_ARGUMENTS_MAX, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from memory_server.domain.addresses import RecordAddress
+from memory_server.domain.errors import ToolError, invalid
+from memory_server.domain.limits import (
+    CONTENT_MAX_BYTES,
+    PROMPT_ARGUMENTS_MAX,
+    SOURCE_MAX_BYTES,
+    TITLE_MAX_BYTES,
+)
+from memory_server.protocol.budget import utf8_prefix
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from .limits import (
+from memory_server.domain.limits import (
     AFTER_RESPONSE_BATCH,
     AFTER_RESPONSE_LINGER_S,
     AFTER_RESPONSE_QUEUE,

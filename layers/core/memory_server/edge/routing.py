@@ -19,13 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .admin.http import AdminApi
-from .caller import Deadline
-from .errors import EdgeError, ServiceError, http_answer
-from .gateway_events import base_url, empty_response, json_response, resource_url
-from .grants import MCP_SCOPES
-from .limits import DEADLINE_S, LAMBDA_RESERVE_S, MIN_DEADLINE_S
-from .protocol.endpoint import McpRoute
+from memory_server.admin.http import AdminApi
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.errors import EdgeError, ServiceError, http_answer
+from memory_server.domain.grants import MCP_SCOPES
+from memory_server.domain.limits import DEADLINE_S, LAMBDA_RESERVE_S, MIN_DEADLINE_S
+from memory_server.edge.gateway_events import base_url, empty_response, json_response, resource_url
+from memory_server.protocol.endpoint import McpRoute
 
 _MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")
 _ADMIN_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/admin(?P<rest>/.*)?$")
@@ -48,7 +48,7 @@ class Edge:
     admin: AdminApi
     public_base_url: str | None = None
 
-    def handle(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
+    def route(self, event: Mapping[str, Any], lambda_context: Any = None) -> dict[str, Any]:
         path = event.get("rawPath", "")
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
         workspace = ""
@@ -60,10 +60,10 @@ class Edge:
             if match := _ADMIN_PATH.match(path):
                 workspace = match["workspace"]
                 deadline = deadline_for(lambda_context)
-                return self.admin.handle(event, workspace, match["rest"] or "/", method, deadline)
+                return self.admin.serve(event, workspace, match["rest"] or "/", method, deadline)
             if match := _MCP_PATH.match(path):
                 workspace = match["workspace"]
-                return self.mcp.handle(event, workspace, deadline_for(lambda_context))
+                return self.mcp.serve(event, workspace, deadline_for(lambda_context))
             return json_response(404, {"message": "Not Found"})
         except ServiceError as error:
             return self._answer(event, workspace, error)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from .addresses import record_uri
-from .caller import Caller
+from memory_server.domain.addresses import record_uri
+from memory_server.domain.caller import Caller
 
 
 def iso(moment: datetime) -> str:

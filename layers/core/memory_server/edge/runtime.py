@@ -6,10 +6,10 @@ import importlib
 import os
 from collections.abc import Mapping
 
-from . import after_response, aws_config
-from .data.pool import Database
-from .protocol.tools import Observer
-from .service import McpService, Settings
+from memory_server.data.pool import Database
+from memory_server.edge import after_response, aws_config
+from memory_server.edge.service import McpService, Settings
+from memory_server.protocol.tools import Observer
 
 # Environment variables the template sets; tests check the template against this.
 ENVIRONMENT = (

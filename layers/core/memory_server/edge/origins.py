@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import EdgeError
-from .gateway_events import request_headers
+from memory_server.domain.errors import EdgeError
+from memory_server.edge.gateway_events import request_headers
 
 ANY_PORT = "*"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
