@@ -24,7 +24,7 @@ from memory_server.data.provision import Passwords, provision
 from memory_server.operations.store import Store
 
 if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it starts
-    from tests.support import SharedStack
+    from tests.builders import SharedStack
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,7 +72,7 @@ def dev_stack(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """``make dev``'s stack on the test server, started once for the whole session and
     shared by ``tests/admin``, ``tests/e2e`` and ``tests/proof`` (each takes it through
     its own package-scoped ``stack`` fixture, which applies its environment)."""
-    from tests.support import running_dev_stack
+    from tests.builders import running_dev_stack
 
     with running_dev_stack(cluster, tmp_path_factory.mktemp("stack")) as shared:
         yield shared
@@ -98,6 +98,6 @@ def owner(cluster: Cluster) -> Iterator[psycopg.Connection]:
 
 @pytest.fixture
 def world(store: Store, owner: psycopg.Connection):  # type: ignore[no-untyped-def]
-    from tests.support import World
+    from tests.builders import World
 
     return World(store, owner)

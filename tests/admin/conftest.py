@@ -16,8 +16,8 @@ from memory_server.admin.openapi import build_openapi
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.edge.service import McpService, Settings
 
+from tests.builders import SharedStack, using_stack
 from tests.endpoint.conftest import api_event
-from tests.support import SharedStack, using_stack
 
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 NO_ADMIN_SCOPES = [s for s in ALL_SCOPES if s != "memory/admin"]

@@ -20,7 +20,7 @@ from tests.admin.conftest import (
     create_agent_key,
     response_schema,
 )
-from tests.support import Principal, Workspace
+from tests.builders import Principal, Workspace
 
 
 @dataclass

@@ -13,7 +13,7 @@ from memory_server.domain.errors import AdminError
 from memory_server.operations.membership import resolve_caller
 
 from tests.admin.conftest import ALL_SCOPES, FakeDirectory, call
-from tests.support import resolve_with_all_scopes
+from tests.builders import resolve_with_all_scopes
 
 
 def every_row(owner: psycopg.Connection) -> dict[str, list[str]]:

@@ -14,8 +14,8 @@ from memory_cli import transfer
 from memory_server.edge.service import McpService
 
 from tests.admin.conftest import ALL_SCOPES, call
+from tests.builders import Principal, Workspace
 from tests.endpoint.conftest import event, tool_call
-from tests.support import Principal, Workspace
 
 META = {
     "uri": "memory://workspace/skills/notes/SKILL.md",

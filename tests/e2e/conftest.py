@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_local.dev import DevStack
 
-from tests.support import SharedStack, using_stack
+from tests.builders import SharedStack, using_stack
 
 T = TypeVar("T")
 

@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.builders import ALL_TOOLS
 from tests.e2e.conftest import call, connect, create, run
-from tests.support import ALL_TOOLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 
+from tests.builders import ALL_TOOLS
 from tests.endpoint.conftest import event, metadata_event, tool_params
-from tests.support import ALL_TOOLS
 
 ALL = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 MODERN = "2026-07-28"

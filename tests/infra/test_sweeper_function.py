@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from moto import mock_aws
 
+from tests.builders import audit_tap
 from tests.conftest import Cluster
 from tests.infra.conftest import load_function
-from tests.support import audit_tap
 
 
 class LambdaContext:

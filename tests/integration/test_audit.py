@@ -12,7 +12,7 @@ import pytest
 from memory_server.operations.audit_events import EventBridgeSink, publish_request, sweep
 from moto import mock_aws
 
-from tests.support import audit_tap
+from tests.builders import audit_tap
 
 
 @pytest.fixture

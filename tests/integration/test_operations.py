@@ -9,7 +9,7 @@ from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import ToolError
 from memory_server.operations import memory_list, memory_read
 
-from tests.support import table_locked
+from tests.builders import table_locked
 
 
 def error_of(call, **kwargs) -> ToolError:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.support import set_caller_settings
+from tests.builders import set_caller_settings
 
 TENANT_TABLES = [
     "workspaces",

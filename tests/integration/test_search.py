@@ -15,7 +15,7 @@ from memory_server.operations import memory_search
 from memory_server.operations.store import Store
 from memory_server.protocol.budget import RESPONSE_MAX_BYTES, jsonrpc_tool_result_size
 
-from tests.support import table_locked
+from tests.builders import table_locked
 
 
 def test_title_matches_rank_above_body_matches(world) -> None:  # type: ignore[no-untyped-def]

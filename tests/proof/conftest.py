@@ -18,8 +18,8 @@ import psycopg
 import pytest
 from memory_local.dev import DevStack
 
-from tests.proof.support import Inspector
-from tests.support import SharedStack, using_stack
+from tests.builders import SharedStack, using_stack
+from tests.proof.harness import Inspector
 
 
 @pytest.fixture(scope="package")

@@ -30,7 +30,7 @@ from memory_local.gateway import ApiGateway
 from memory_server.data.pool import Database
 from memory_server.edge.service import McpService, Settings
 
-from tests.proof.support import (
+from tests.proof.harness import (
     Inspector,
     Result,
     assert_each_commit_published_once,

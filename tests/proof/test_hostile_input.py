@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from memory_server.admin import operators
 
-from tests.proof.support import (
+from tests.proof.harness import (
     JSON,
     Directory,
     Inspector,

@@ -22,6 +22,16 @@ from typing import Any, TypeVar
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.proof.harness import (
+    RAW_PARALLEL,
+    invoke,
+    marker_word,
+    mcp_client,
+    no_problems,
+    post,
+    run,
+    tool_call,
+)
 from tests.proof.model import (
     CONTEXTS,
     Cell,
@@ -33,16 +43,6 @@ from tests.proof.model import (
     grants,
     namespaces_writable,
     visible,
-)
-from tests.proof.support import (
-    RAW_PARALLEL,
-    invoke,
-    marker_word,
-    mcp_client,
-    no_problems,
-    post,
-    run,
-    tool_call,
 )
 
 pytestmark = pytest.mark.slow  # a generated matrix over the stack: seconds per test

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.support import Inspector, Result, invoke, marker_word, mcp_client, run
+from tests.proof.harness import Inspector, Result, invoke, marker_word, mcp_client, run
 
 pytestmark = pytest.mark.slow  # a timed load run (LOAD_SECONDS)
 

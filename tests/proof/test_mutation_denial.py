@@ -19,6 +19,17 @@ from typing import Any
 
 import pytest
 
+from tests.proof.harness import (
+    RAW_PARALLEL,
+    Inspector,
+    dump_difference,
+    invoke,
+    mcp_client,
+    no_problems,
+    post,
+    run,
+    tool_call,
+)
 from tests.proof.model import (
     TOKENS,
     WORKSPACES,
@@ -29,17 +40,6 @@ from tests.proof.model import (
     may_change,
     may_delete,
     visible,
-)
-from tests.proof.support import (
-    RAW_PARALLEL,
-    Inspector,
-    dump_difference,
-    invoke,
-    mcp_client,
-    no_problems,
-    post,
-    run,
-    tool_call,
 )
 
 pytestmark = pytest.mark.slow  # every refused mutation by every principal: seconds per test

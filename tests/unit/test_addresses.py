@@ -21,7 +21,7 @@ from memory_server.domain.addresses import (
 )
 from memory_server.domain.errors import ToolError
 
-from tests.unit.support import refusal_message
+from tests.unit.fakes import refusal_message
 
 segment_chars = st.characters(categories=["Lu", "Ll", "Lo", "Nd"]) | st.sampled_from("._-")
 segments = st.text(segment_chars, min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from memory_server.domain.contexts import encode_id, gate_key, parse_context, parse_target_context
 from memory_server.domain.errors import ToolError
 
-from tests.unit.support import refusal_message
+from tests.unit.fakes import refusal_message
 
 ids = st.text(
     st.characters(blacklist_categories=["Cs", "Cc", "Cf", "Co", "Cn"]), min_size=1, max_size=20

@@ -21,7 +21,7 @@ from memory_server.protocol.budget import fit_leading
 from memory_server.protocol.dispatcher import Request
 from memory_server.protocol.tools import CallContext
 
-from tests.unit.support import alice_caller
+from tests.unit.fakes import alice_caller
 
 SKILL = RecordAddress("workspace", "skills", "deploy/SKILL.md")
 

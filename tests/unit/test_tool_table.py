@@ -24,7 +24,7 @@ from memory_server.protocol.tools import (
     tool_result,
 )
 
-from tests.unit.support import alice_caller
+from tests.unit.fakes import alice_caller
 
 MODERN = "2026-07-28"
 

@@ -23,8 +23,8 @@ import pytest
 from memory_local.dev import DevStack
 from memory_server.admin import operators
 
-from tests.proof.support import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
-from tests.support import insert_unguarded_membership
+from tests.builders import insert_unguarded_membership
+from tests.proof.harness import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
 
 ALL_SCOPES = [
     "memory/read",

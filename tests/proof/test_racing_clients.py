@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.support import (
+from tests.proof.harness import (
     Inspector,
     Result,
     assert_each_commit_published_once,

@@ -23,7 +23,7 @@ from memory_server.domain.errors import AdminError, ToolError
 from memory_server.operations import memory_remember
 from memory_server.operations.membership import resolve_caller
 
-from tests.support import (
+from tests.builders import (
     ALL_SCOPES,
     insert_unguarded_membership,
     resolve_with_all_scopes,
