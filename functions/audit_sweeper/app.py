@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from memory_server.domain.limits import AUDIT_SWEEP_BATCH, AUDIT_SWEEP_RESERVE_MS
 from memory_server.edge import aws_config, logs
 from memory_server.operations import audit_events as audit
 
 logger = logs.function_logger("memory-server-sweeper")
 logs.route_to(logger)
 _events = aws_config.events_client()  # created once per container; bounded timeouts
-_BATCH = 500
-_RESERVE_MS = 5000  # stop starting batches this close to the timeout
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -27,11 +26,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     published = failed = 0
     with aws_config.connect(os.environ, autocommit=True) as auditor:
         while True:
-            done, missed = audit.sweep(auditor, sink, limit=_BATCH)
+            done, missed = audit.sweep(auditor, sink, limit=AUDIT_SWEEP_BATCH)
             published, failed = published + done, failed + missed
             # A full, clean batch may mean a backlog (after an EventBridge outage): go on.
-            backlog = done == _BATCH
-            if not backlog or context.get_remaining_time_in_millis() < _RESERVE_MS:
+            backlog = done == AUDIT_SWEEP_BATCH
+            if not backlog or context.get_remaining_time_in_millis() < AUDIT_SWEEP_RESERVE_MS:
                 break
     if published or failed:
         logger.info("swept", extra={"published": published, "failed": failed})

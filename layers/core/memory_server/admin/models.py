@@ -118,7 +118,7 @@ class ContextIn(_In):
 
 
 # The largest audit event id (a PostgreSQL bigint).
-_MAX_EVENT_ID = 2**63 - 1
+_LARGEST_BIGINT = 2**63 - 1
 
 
 class AuditQuery(BaseModel):
@@ -130,8 +130,8 @@ class AuditQuery(BaseModel):
     @field_validator("cursor")
     @classmethod
     def _cursor_is_an_event_id(cls, value: str | None) -> str | None:
-        if value is not None and int(value) > _MAX_EVENT_ID:
-            raise ValueError(f"cursor must be an event id (at most {_MAX_EVENT_ID})")
+        if value is not None and int(value) > _LARGEST_BIGINT:
+            raise ValueError(f"cursor must be an event id (at most {_LARGEST_BIGINT})")
         return value
 
 

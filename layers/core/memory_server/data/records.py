@@ -21,37 +21,40 @@ from memory_server.domain.caller import Caller
 Operation = Literal["create", "replace", "merge", "move", "delete"]
 
 
-class RecordRow(TypedDict):
-    """A record as read: where it is, its content and its provenance."""
+class Placed(TypedDict):
+    """Where a record is and which revision of it this is."""
 
     id: uuid.UUID
-    workspace_id: uuid.UUID
     owner_id: uuid.UUID
     context_key: str
     kind: str
     path: str
     title: str
-    body: str
     revision: int
-    created_at: datetime
+
+
+class SummaryRow(Placed):
+    """What a list page says of a record (never its body)."""
+
     updated_at: datetime
+
+
+class RecordRow(SummaryRow):
+    """A record as read: where it is, its content and its provenance."""
+
+    workspace_id: uuid.UUID
+    body: str
+    created_at: datetime
     source: str | None
     created_by: str | None
     updated_by: str | None
 
 
-class RevisionRow(TypedDict):
+class RevisionRow(Placed):
     """One immutable revision of a record still in view."""
 
-    id: uuid.UUID
     workspace_id: uuid.UUID
-    owner_id: uuid.UUID
-    context_key: str
-    kind: str
-    path: str
-    title: str
     body: str
-    revision: int
     operation: str
     created_at: datetime
     source: str | None
@@ -67,19 +70,6 @@ class HistoryRow(TypedDict):
     created_at: datetime
     source: str | None
     writer: str | None
-
-
-class SummaryRow(TypedDict):
-    """What a list page says of a record (never its body)."""
-
-    id: uuid.UUID
-    owner_id: uuid.UUID
-    context_key: str
-    kind: str
-    path: str
-    title: str
-    revision: int
-    updated_at: datetime
 
 
 class SkillRow(TypedDict):

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any
 
 from memory_server.data.pool import Pending, Transaction
-from memory_server.data.records import view
+from memory_server.data.records import SummaryRow, view
 from memory_server.data.statements import Row
 from memory_server.domain.caller import Caller
 from memory_server.domain.limits import SEARCH_EXCERPT_SOURCE_CHARS, SEARCH_EXCERPT_WORDS
@@ -36,16 +35,10 @@ class Scored:
     score: float
 
 
-class HitRow(TypedDict):
-    id: uuid.UUID
+class HitRow(SummaryRow):
+    """A ranked hit read through the view, with its excerpt."""
+
     workspace_id: uuid.UUID
-    owner_id: uuid.UUID
-    context_key: str
-    kind: str
-    path: str
-    title: str
-    revision: int
-    updated_at: datetime
     excerpt: str | None
 
 

@@ -30,6 +30,9 @@ EVENTS_MAX_ATTEMPTS = 2  # PutEvents tries, the first included
 # The sweeper leaves younger rows to the request that wrote them (longer than the
 # bounds above); rows older than this are published by its next run.
 AUDIT_SWEEP_MIN_AGE_S = 10
+AUDIT_SWEEP_BATCH = 500  # rows the sweeper claims, publishes and marks in one transaction
+AUDIT_SWEEP_RESERVE_MS = 5000  # the sweeper starts no batch this close to its timeout
+EVENTS_PUT_MAX_ENTRIES = 10  # EventBridge PutEvents takes at most 10 entries a call
 AFTER_RESPONSE_QUEUE = 1000  # invocations waiting for the local worker; beyond: the sweeper
 AFTER_RESPONSE_BATCH = 50  # waiting invocations the local worker runs together (one transaction)
 AFTER_RESPONSE_LINGER_S = 0.2  # how long the local worker lets a batch gather
@@ -58,6 +61,9 @@ QUERY_MAX_BYTES = 2048
 SOURCE_MAX_BYTES = 1024  # a source, UTF-8 (at most SOURCE_MAX_CHARS characters too)
 CONTENT_MAX_BYTES = 65536
 FACT_MAX_BYTES = 4096
+# A remember whose create races another key's create on the same address is retried
+# (merged into the record that won) at most this many times, never merged twice.
+REMEMBER_ATTEMPTS = 4
 READ_DEFAULT_BYTES = 16384
 READ_MAX_BYTES = 65536
 HISTORY_LIMIT = 50

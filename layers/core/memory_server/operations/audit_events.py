@@ -27,7 +27,12 @@ from memory_server.data import audit as outbox
 from memory_server.data.pool import Database
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.limits import AUDIT_PUBLISH_DEADLINE_S, AUDIT_SWEEP_MIN_AGE_S
+from memory_server.domain.limits import (
+    AUDIT_PUBLISH_DEADLINE_S,
+    AUDIT_SWEEP_BATCH,
+    AUDIT_SWEEP_MIN_AGE_S,
+    EVENTS_PUT_MAX_ENTRIES,
+)
 from memory_server.domain.summaries import iso
 from memory_server.edge.after_response import AfterResponse
 
@@ -35,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 SOURCE = "memory-server"
 DETAIL_TYPE = "MemoryChanged"
-_BATCH = 10  # PutEvents takes at most 10 entries
 
 
 class EventSink(Protocol):
@@ -53,8 +57,9 @@ class EventBridgeSink:
 
     def put(self, entries: Sequence[dict[str, Any]]) -> list[bool]:
         results: list[bool] = []
-        for start in range(0, len(entries), _BATCH):
-            batch = [{**e, "EventBusName": self.bus_name} for e in entries[start : start + _BATCH]]
+        size = EVENTS_PUT_MAX_ENTRIES
+        for start in range(0, len(entries), size):
+            batch = [{**e, "EventBusName": self.bus_name} for e in entries[start : start + size]]
             response = self.client.put_events(Entries=batch)
             results += ["ErrorCode" not in item for item in response["Entries"]]
         return results
@@ -145,7 +150,7 @@ def sweep(
     auditor: psycopg.Connection[Any],
     sink: EventSink,
     *,
-    limit: int = 500,
+    limit: int = AUDIT_SWEEP_BATCH,
     min_age: timedelta = timedelta(seconds=AUDIT_SWEEP_MIN_AGE_S),
 ) -> tuple[int, int]:
     """Publish unpublished rows older than ``min_age`` across workspaces.

@@ -13,12 +13,13 @@ same statement runs, pinned to that id.
 
 from __future__ import annotations
 
+import uuid
 from typing import cast
 
 from memory_server.data import records
-from memory_server.data.pool import Database
+from memory_server.data.pool import Database, Transaction
 from memory_server.data.records import Content, Missed, RecordRow, Written
-from memory_server.domain.addresses import Kind, RecordAddress
+from memory_server.domain.addresses import IdAddress, Kind, RecordAddress
 from memory_server.domain.caller import Caller
 from memory_server.domain.content import check_content, derive_title
 from memory_server.domain.deadline import Deadline
@@ -55,6 +56,21 @@ def address_of(caller: Caller, row: RecordRow) -> RecordAddress:
     """Where a record found by id is, as this caller names it."""
     kind = cast(Kind, row["kind"])  # the table's check constraint: one of KINDS
     return RecordAddress(caller.namespace_of(row["owner_id"]), kind, row["path"])
+
+
+def locate(
+    tx: Transaction, caller: Caller, address: RecordAddress | IdAddress
+) -> tuple[RecordAddress, uuid.UUID | None]:
+    """The path a change is checked at, and the record id it is pinned to. A path
+    address is its own (the change's statement finds the record: no round trip); a
+    record id is read here, in the change's transaction (one round trip), since its
+    kind and namespace decide the rules."""
+    if isinstance(address, RecordAddress):
+        return address, None
+    current = records.find(tx, caller, address).get()
+    if current is None:
+        raise not_found()
+    return address_of(caller, current), current["id"]
 
 
 def settled(

@@ -13,12 +13,11 @@ from typing import Any
 
 from memory_server.data import records
 from memory_server.data.records import NO_CONTENT
-from memory_server.domain.addresses import RecordAddress, parse_record_address
+from memory_server.domain.addresses import parse_record_address
 from memory_server.domain.arguments import DeleteArgs
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.errors import not_found
-from memory_server.operations.changes import address_of, deletable, settled
+from memory_server.operations.changes import deletable, locate, settled
 from memory_server.operations.store import Store
 
 
@@ -27,36 +26,18 @@ def memory_delete(
 ) -> dict[str, Any]:
     address = parse_record_address(args.uri)
     deadline = deadline or Deadline()
-    if isinstance(address, RecordAddress):
-        deletable(caller, address)
-        with store.db.write(caller, deadline) as tx:
-            deleted = records.change_at(
-                tx,
-                caller,
-                address,
-                record_id=None,
-                contexts=None,
-                expected_revision=args.expected_revision,
-                content=NO_CONTENT,
-                operation="delete",
-            )
-        record = address
-    else:
-        with store.db.write(caller, deadline) as tx:
-            current = records.find(tx, caller, address).get()
-            if current is None:
-                raise not_found()
-            record = address_of(caller, current)
-            deletable(caller, record)
-            deleted = records.change_at(
-                tx,
-                caller,
-                record,
-                record_id=current["id"],
-                contexts=None,
-                expected_revision=args.expected_revision,
-                content=NO_CONTENT,
-                operation="delete",
-            )
+    with store.db.write(caller, deadline) as tx:
+        record, record_id = locate(tx, caller, address)
+        deletable(caller, record)
+        deleted = records.change_at(
+            tx,
+            caller,
+            record,
+            record_id=record_id,
+            contexts=None,
+            expected_revision=args.expected_revision,
+            content=NO_CONTENT,
+            operation="delete",
+        )
     row = settled(store.db, caller, deadline, deleted.get())
     return {"uri": record.uri, "id": str(row.id), "deleted_revision": row.revision}

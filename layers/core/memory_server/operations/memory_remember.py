@@ -25,11 +25,9 @@ from memory_server.domain.content import check_source, check_text
 from memory_server.domain.contexts import parse_target_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import ToolError, invalid
-from memory_server.domain.limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES
+from memory_server.domain.limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES, REMEMBER_ATTEMPTS
 from memory_server.operations.changes import merged_content, writable
 from memory_server.operations.store import Store
-
-_ATTEMPTS = 4  # a create racing another key's create is retried, never merged twice
 
 
 class _Retry(Exception):
@@ -73,7 +71,7 @@ def memory_remember(
 ) -> dict[str, Any]:
     checked = check_remember(caller, args)
     deadline = deadline or Deadline()
-    for _ in range(_ATTEMPTS):
+    for _ in range(REMEMBER_ATTEMPTS):
         try:
             with store.db.write(caller, deadline) as tx:
                 return _remember_once(tx, caller, checked)

@@ -20,8 +20,8 @@ from memory_server.domain.caller import Caller
 from memory_server.domain.content import check_source
 from memory_server.domain.contexts import parse_target_context
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.errors import invalid, not_found, revision_conflict
-from memory_server.operations.changes import address_of, new_content, settled, writable
+from memory_server.domain.errors import invalid, revision_conflict
+from memory_server.operations.changes import locate, new_content, settled, writable
 from memory_server.operations.store import Store
 
 
@@ -47,35 +47,15 @@ def memory_write(
         return _written(address.uri, outcome)
 
     contexts = [target_context] if args.context is not None else None
-    if isinstance(address, RecordAddress):
-        # By path everything checked is known before the call: one statement.
-        content = new_content(address, args.content, source)
-        writable(caller, address)
-        with store.db.write(caller, deadline) as tx:
-            replaced = records.change_at(
-                tx,
-                caller,
-                address,
-                record_id=None,
-                contexts=contexts,
-                expected_revision=args.expected_revision,
-                content=content,
-                operation="replace",
-            )
-        return _written(address.uri, settled(store.db, caller, deadline, replaced.get()))
-
     with store.db.write(caller, deadline) as tx:
-        current = records.find(tx, caller, address).get()
-        if current is None:
-            raise not_found()
-        record = address_of(caller, current)
+        record, record_id = locate(tx, caller, address)
         writable(caller, record)
         replaced = records.change_at(
             tx,
             caller,
             record,
-            record_id=current["id"],
-            contexts=None,
+            record_id=record_id,
+            contexts=contexts if record_id is None else None,
             expected_revision=args.expected_revision,
             content=new_content(record, args.content, source),
             operation="replace",

@@ -55,7 +55,7 @@ logger = logging.getLogger(__name__)
 AUDIT_SOURCE = "memory-server"
 METADATA_ROUTE = f"GET {METADATA_PATH}"
 REGISTER_ROUTE = f"POST {REGISTER_PATH}"
-HOUR_S = 3600
+HOUR = 3600  # seconds
 # What the template sets (build_management reads exactly these).
 ENVIRONMENT = (
     "USER_POOL_ID",
@@ -118,9 +118,9 @@ class Management:
         source = str(context.get("http", {}).get("sourceIp", "unknown"))
         now = self.clock()
         # Counted before anything is created, refused attempts included.
-        if self.table.hit(source_bucket(source), HOUR_S, now) > REGISTRATIONS_PER_SOURCE_PER_HOUR:
+        if self.table.hit(source_bucket(source), HOUR, now) > REGISTRATIONS_PER_SOURCE_PER_HOUR:
             raise _slow_down(now, "too many registrations from this address")
-        if self.table.hit("all", HOUR_S, now) > REGISTRATIONS_PER_HOUR:
+        if self.table.hit("all", HOUR, now) > REGISTRATIONS_PER_HOUR:
             raise _slow_down(now, "too many registrations; try again later")
 
         number = uuid.uuid4().hex[:12]
@@ -257,7 +257,7 @@ def _iso(epoch: float) -> str:
 
 
 def _slow_down(now: float, message: str) -> OAuthError:
-    retry = HOUR_S - int(now) % HOUR_S
+    retry = HOUR - int(now) % HOUR
     return OAuthError(429, "temporarily_unavailable", message, {"retry-after": str(retry)})
 
 
