@@ -29,8 +29,8 @@ from typing import Any
 
 from memory_local.postgres import admin_server
 from memory_server.data.pool import Database
-from memory_server.edge.after_response import AfterResponse
 from memory_server.edge.service import McpService, Settings
+from memory_server.operations.after_response import AfterResponse
 
 from .corpus import TYPICAL_TERM, TextGenerator
 from .endpoint_bench import bench_workspace, event

@@ -43,7 +43,7 @@ from memory_server.domain.limits import (
     AFTER_RESPONSE_QUEUE,
 )
 from memory_server.edge import aws_config
-from memory_server.edge.after_response import Job, Worker, run_jobs
+from memory_server.operations.after_response import Job, Worker, run_jobs
 from memory_server.operations.audit_events import EventBridgeSink, PublishJob
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Audit events are published after the response (docs/contract.md §5).
 
 The response never waits for EventBridge: the post-commit hook hands publishing to
-the runner of :mod:`memory_server.edge.after_response`, which runs it once the handler
+the runner of :mod:`memory_server.operations.after_response`, which runs it once the handler
 has returned (a worker thread locally; in Lambda an internal extension, emulated
 here by a fake Extensions API). The outbox stays the source of truth: a function
 killed right after its response loses no event, the sweeper publishes it, and
@@ -26,14 +26,14 @@ from typing import Any
 import psycopg
 import pytest
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
-from memory_server.edge.after_response import (
+from memory_server.edge.service import McpService, Settings
+from memory_server.operations import audit_events as audit
+from memory_server.operations.after_response import (
     AfterResponse,
     Inline,
     LambdaExtension,
     Worker,
 )
-from memory_server.edge.service import McpService, Settings
-from memory_server.operations import audit_events as audit
 
 from tests.endpoint.conftest import event, tool_call
 
@@ -302,7 +302,7 @@ def test_without_an_extensions_api_publishing_falls_back_to_inline() -> None:
 
 KILLED_SCRIPT = """
 import json, sys, time
-from memory_server.edge.after_response import AfterResponse, Worker
+from memory_server.operations.after_response import AfterResponse, Worker
 from memory_server.data.pool import Database
 from memory_server.edge.service import McpService, Settings
 from tests.endpoint.conftest import event

@@ -335,7 +335,7 @@ def test_a_token_bound_to_a_resource_passes_only_there(
         assert request(gw.url, "GET", "/w/acme/admin/members", token=admin).status == 200
         # The cached decision is keyed on the token and the route, not the path: after
         # acme, globex is let through. This is why the handler checks the binding again
-        # (memory_server.edge.authenticate), and tests/endpoint proves it refuses.
+        # (memory_server.gateway.authenticate), and tests/endpoint proves it refuses.
         assert request(gw.url, "GET", "/w/globex/mcp", token=token).status == 200
 
 

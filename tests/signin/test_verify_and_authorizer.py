@@ -9,8 +9,8 @@ import pytest
 from memory_local.tokens import LocalIssuer
 from memory_server.domain.errors import KeySetUnavailable, TokenRefused
 from memory_server.domain.limits import JWKS_REFETCH_MIN_S, JWKS_TTL_S
-from memory_server.edge import authenticate as auth
-from memory_server.edge.gateway_events import token_identity
+from memory_server.gateway import authenticate as auth
+from memory_server.gateway.events import token_identity
 from memory_server.signin.authorizer import (
     ADMIN_ROUTE_KEY,
     MCP_ROUTE_KEY,

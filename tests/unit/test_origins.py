@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from memory_server.domain.errors import EdgeError
-from memory_server.edge.origins import OriginPolicy, host_name, origin_key, parse_list
+from memory_server.gateway.origins import OriginPolicy, host_name, origin_key, parse_list
 
 
 def event(

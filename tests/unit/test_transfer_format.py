@@ -20,7 +20,7 @@ from memory_cli import transfer
 from memory_server.domain.addresses import RecordAddress, parse_address
 from memory_server.domain.content import check_source
 from memory_server.domain.contexts import encode_id, parse_context
-from memory_server.protocol.budget import utf8_window
+from memory_server.domain.utf8 import utf8_window
 
 META: dict[str, Any] = {
     "uri": "memory://workspace/notes/a/b.md",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from memory_server.domain.errors import ToolError
-from memory_server.protocol.budget import utf8_prefix, utf8_window
+from memory_server.domain.utf8 import utf8_prefix, utf8_window
 
 # Text that UTF-8 can encode, weighted towards multi-byte characters (2, 3 and 4 bytes).
 encodable = st.text(

@@ -1,6 +1,6 @@
-"""Constructors of the admin API's errors (``AdminError`` is in :mod:`..errors`).
+"""Constructors of the admin API's errors (``AdminError`` is in :mod:`memory_server.domain.errors`).
 
-Named apart from the tool-error helpers of :mod:`..errors` (``invalid``,
+Named apart from the tool-error helpers of :mod:`memory_server.domain.errors` (``invalid``,
 ``not_found``) because they say different things: which field broke which rule,
 and which admin object is missing.
 """

@@ -1,6 +1,7 @@
 """The admin API: ``/w/{workspace}/admin/…`` on the same HTTP API as the MCP endpoint.
 
-Thin: authenticate (:data:`..auth.ADMIN_GATE`, the MCP route's authentication with
+Thin: authenticate (``ADMIN_GATE`` of :mod:`memory_server.gateway.authenticate`, the MCP
+route's authentication with
 the ``memory/admin`` scope), require the ``admin`` grant (token scope ∩ membership), match
 a route of ``ROUTES``, validate the input with its model, call the action in
 :mod:`.actions`, answer with its response model. ``ROUTES`` is also what
@@ -32,8 +33,8 @@ from memory_server.data.pool import Database
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import AdminError, ServiceError, http_answer
-from memory_server.edge.authenticate import ADMIN_GATE, Authenticator
-from memory_server.edge.gateway_events import empty_response, json_response, request_body
+from memory_server.gateway.authenticate import ADMIN_GATE, Authenticator
+from memory_server.gateway.events import empty_response, json_response, request_body
 from memory_server.operations.audit_events import Publisher
 
 _SUBJECT = re.compile(m.SUBJECT_PATTERN)

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from memory_server.admin import models as m
 from memory_server.admin.http import ROUTES, Route
-from memory_server.edge.authenticate import ADMIN_GATE
-from memory_server.edge.gateway_events import SLUG_PATTERN
+from memory_server.gateway.authenticate import ADMIN_GATE
+from memory_server.gateway.events import SLUG_PATTERN
 
 ADMIN_SCOPE = ADMIN_GATE.challenge_scope
 

@@ -58,7 +58,7 @@ from memory_server.data.statements import Row, one, rows, run
 from memory_server.domain.errors import AdminError
 from memory_server.domain.grants import ALL_GRANTS, lacks_read, sorted_grants
 from memory_server.domain.summaries import iso
-from memory_server.edge.gateway_events import SLUG_PATTERN
+from memory_server.gateway.events import SLUG_PATTERN
 
 logger = logging.getLogger(__name__)
 

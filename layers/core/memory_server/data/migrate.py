@@ -12,7 +12,7 @@ migrator waits for the lock, then finds them applied. A file that changed after 
 was applied stops the run: history is never silently rewritten.
 
 Besides the migration files, this module runs named statements from ``sql/`` (through
-:mod:`.sql_files`) and the role and grant statements composed below.
+:mod:`.statements`) and the role and grant statements composed below.
 """
 
 from __future__ import annotations

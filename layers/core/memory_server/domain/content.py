@@ -13,7 +13,7 @@ from memory_server.domain.limits import (
     SOURCE_MAX_BYTES,
     TITLE_MAX_BYTES,
 )
-from memory_server.protocol.budget import utf8_prefix
+from memory_server.domain.utf8 import utf8_prefix
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)

@@ -2,7 +2,7 @@
 
 The domain returns everything it found (up to the caller's ``limit``); only the
 protocol layer, which knows the exact bytes a response will take on the wire,
-decides how much of it is sent (:mod:`.protocol.formatting`).
+decides how much of it is sent (:mod:`memory_server.protocol.budget`).
 """
 
 from __future__ import annotations

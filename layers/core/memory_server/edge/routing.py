@@ -4,11 +4,12 @@ Routes of the one HTTP API (payload v2):
 
 - ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp``: RFC 9728 metadata,
   served for any workspace name (it is not an oracle for which exist);
-- ``/w/{workspace}/admin/…``: the admin API (:mod:`.admin.http`);
-- ``/w/{workspace}/mcp``: the MCP endpoint (:mod:`.protocol.endpoint`).
+- ``/w/{workspace}/admin/…``: the admin API (:mod:`memory_server.admin.http`);
+- ``/w/{workspace}/mcp``: the MCP endpoint (:mod:`memory_server.protocol.endpoint`).
 
-Each route authenticates through :class:`.auth.Authenticator`; whatever
-``ServiceError`` escapes a route is answered here with :func:`.errors.http_answer`,
+Each route authenticates through :class:`memory_server.gateway.authenticate.Authenticator`;
+whatever ``ServiceError`` escapes a route is answered here with
+:func:`memory_server.domain.errors.http_answer`,
 401/403 with the ``WWW-Authenticate`` challenge that points at the metadata.
 """
 
@@ -24,7 +25,7 @@ from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import EdgeError, ServiceError, http_answer
 from memory_server.domain.grants import MCP_SCOPES
 from memory_server.domain.limits import DEADLINE_S, LAMBDA_RESERVE_S, MIN_DEADLINE_S
-from memory_server.edge.gateway_events import base_url, empty_response, json_response, resource_url
+from memory_server.gateway.events import base_url, empty_response, json_response, resource_url
 from memory_server.protocol.endpoint import McpRoute
 
 _MCP_PATH = re.compile(r"^/w/(?P<workspace>[^/]+)/mcp$")

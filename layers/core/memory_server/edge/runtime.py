@@ -7,8 +7,9 @@ import os
 from collections.abc import Mapping
 
 from memory_server.data.pool import Database
-from memory_server.edge import after_response, aws_config
+from memory_server.edge import aws_config
 from memory_server.edge.service import McpService, Settings
+from memory_server.operations import after_response
 from memory_server.protocol.tools import Observer
 
 # Environment variables the template sets; tests check the template against this.

@@ -3,7 +3,7 @@
 Everything is bound here, at start-up: the store, the authenticator, the tool table
 (``memory_remember`` behind the idempotency layer when one is configured), the
 dispatcher, the post-commit hook, the admin API and the HTTP edge. A request then
-walks one way: :mod:`.edge` → :mod:`.auth` → route → tool handler → domain → data
+walks one way: :mod:`.routing` → :mod:`.authenticate` → route → tool handler → domain → data
 access, and back through one formatter.
 """
 
@@ -18,13 +18,13 @@ from typing import Any
 from memory_server.admin.http import AdminApi
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.data.pool import Database
-from memory_server.edge.after_response import AfterResponse
-from memory_server.edge.authenticate import Authenticator
-from memory_server.edge.gateway_events import token_identity
-from memory_server.edge.origins import OriginPolicy, parse_list
 from memory_server.edge.routing import Edge
+from memory_server.gateway.authenticate import Authenticator
+from memory_server.gateway.events import token_identity
+from memory_server.gateway.origins import OriginPolicy, parse_list
 from memory_server.operations import audit_events as audit
 from memory_server.operations import memory_remember
+from memory_server.operations.after_response import AfterResponse
 from memory_server.operations.idempotency import DynamoDbIdempotency
 from memory_server.operations.store import Store
 from memory_server.protocol import completions, prompts, resources

@@ -1,5 +1,5 @@
 """One function per tool, each one transaction: ``(store, caller, args) -> result``;
-and the reads behind prompts and completions (:mod:`.skills`, :mod:`.completions`)."""
+and the reads behind prompts and completions (:mod:`.skills`, :mod:`.path_completion`)."""
 
 from memory_server.operations.memory_delete import memory_delete
 from memory_server.operations.memory_list import memory_list

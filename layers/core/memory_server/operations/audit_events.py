@@ -34,7 +34,7 @@ from memory_server.domain.limits import (
     EVENTS_PUT_MAX_ENTRIES,
 )
 from memory_server.domain.summaries import iso
-from memory_server.edge.after_response import AfterResponse
+from memory_server.operations.after_response import AfterResponse
 
 logger = logging.getLogger(__name__)
 

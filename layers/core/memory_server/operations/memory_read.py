@@ -14,8 +14,8 @@ from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import not_found
 from memory_server.domain.limits import HISTORY_LIMIT
 from memory_server.domain.summaries import iso, summary, uri_of
+from memory_server.domain.utf8 import utf8_window
 from memory_server.operations.store import Store
-from memory_server.protocol.budget import utf8_window
 
 
 def memory_read(

@@ -1,6 +1,7 @@
 """memory_search: any-term search over the caller's view, ranked by BM25.
 
-The query is split into words, phrases and exclusions (:mod:`..search_query`). Two
+The query is split into words, phrases and exclusions
+(:mod:`memory_server.domain.search_query`). Two
 phases keep the index usable under row-level security: the best candidates, exactly
 scored, come from ``memory.search_candidates`` (a function that applies the
 visibility predicate itself over an index the runtime role cannot read), then at

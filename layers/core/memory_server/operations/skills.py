@@ -26,8 +26,8 @@ from memory_server.domain.errors import ToolError, not_found
 from memory_server.domain.grants import sorted_grants
 from memory_server.domain.limits import PROMPT_DESCRIPTION_MAX_BYTES, SKILL_HEAD_CHARS
 from memory_server.domain.results import ListPage
+from memory_server.domain.utf8 import utf8_prefix
 from memory_server.operations.store import Store
-from memory_server.protocol.budget import utf8_prefix
 
 SKILL_FILE = "SKILL.md"
 PERSONAL = "me/"

@@ -1,9 +1,9 @@
 """The one budget formatter (docs/contract.md §6), in bytes on what is sent.
 
 Everything here cuts UTF-8 only at character boundaries. The domain returns whole
-results (:mod:`.results`); the protocol layer hands :func:`fit_search` and
+results (:mod:`memory_server.domain.results`); the protocol layer hands :func:`fit_search` and
 :func:`fit_list` a :class:`Sizer` built on its exact serializer, and they shrink the
-result until the serialized response fits :data:`~.limits.RESPONSE_MAX_BYTES`.
+result until the serialized response fits :data:`~memory_server.domain.limits.RESPONSE_MAX_BYTES`.
 
 Sizing is additive, not a re-serialization per probe: a JSON response is the
 encoding of its parts, so its size is the size of the result with an empty list
@@ -28,6 +28,7 @@ from memory_server.domain.limits import (
     SEARCH_MAX_HITS,
 )
 from memory_server.domain.results import TRUST, ListPage, SearchResult
+from memory_server.domain.utf8 import utf8_prefix
 
 
 class Sizer(Protocol):
@@ -43,37 +44,6 @@ class Sizer(Protocol):
         """Bytes the characters of ``value`` add to a string of such an element (JSON
         escapes each character on its own, so this is additive)."""
         ...
-
-
-def utf8_prefix(text: str, max_bytes: int) -> tuple[str, bool]:
-    """The longest prefix of ``text`` within ``max_bytes`` UTF-8 bytes, and whether it was cut."""
-    encoded = text.encode("utf-8")
-    if len(encoded) <= max_bytes:
-        return text, False
-    cut = max(max_bytes, 0)
-    # Step back over continuation bytes (10xxxxxx) to land on a character start.
-    while cut > 0 and (encoded[cut] & 0xC0) == 0x80:
-        cut -= 1
-    return encoded[:cut].decode("utf-8"), True
-
-
-def utf8_window(text: str, offset: int, max_bytes: int) -> tuple[str, int | None]:
-    """Bytes ``[offset, offset + max_bytes)`` of ``text``, cut back to a character boundary.
-
-    Returns the chunk and the offset to continue from (``None`` at the end).
-    """
-    encoded = text.encode("utf-8")
-    if offset > len(encoded):
-        raise invalid(f"offset {offset} is beyond the end of the content ({len(encoded)} bytes)")
-    if offset < len(encoded) and (encoded[offset] & 0xC0) == 0x80:
-        raise invalid("offset must fall on a UTF-8 character boundary (use next_offset)")
-    end = min(offset + max_bytes, len(encoded))
-    while end < len(encoded) and end > offset and (encoded[end] & 0xC0) == 0x80:
-        end -= 1
-    if end == offset and offset < len(encoded):
-        raise invalid("max_bytes is smaller than the next character")
-    chunk = encoded[offset:end].decode("utf-8")
-    return chunk, (end if end < len(encoded) else None)
 
 
 def jsonrpc_tool_result_size(result: dict[str, Any]) -> int:

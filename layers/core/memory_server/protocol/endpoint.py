@@ -1,6 +1,7 @@
 """The MCP route: ``POST /w/{workspace}/mcp`` after the edge matched it.
 
-Authenticate (:data:`..auth.MCP_GATE`), hand the body to the dispatcher, and, when
+Authenticate (``MCP_GATE`` of :mod:`memory_server.gateway.authenticate`), hand the body to
+the dispatcher, and, when
 a tool changed something, run the post-commit hook once the change has committed.
 """
 
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_server.domain.deadline import Deadline
-from memory_server.edge.authenticate import MCP_GATE, Authenticator
-from memory_server.edge.gateway_events import request_body, request_headers
+from memory_server.gateway.authenticate import MCP_GATE, Authenticator
+from memory_server.gateway.events import request_body, request_headers
 from memory_server.operations.audit_events import Publisher
 from memory_server.protocol.dispatcher import Dispatcher
 from memory_server.protocol.tools import CallContext

@@ -12,7 +12,7 @@ and answers the client itself from what it returns:
 - a valid token without the route's scope (:data:`ROUTE_SCOPES`): ``isAuthorized``
   false, API Gateway answers 403 ``{"message":"Forbidden"}``;
 - otherwise ``isAuthorized`` true with the context the handler reads
-  (:func:`~memory_server.edge.gateway_events.token_identity`): ``sub``, ``client_id``,
+  (:func:`~memory_server.gateway.events.token_identity`): ``sub``, ``client_id``,
   ``scope``, ``token_use`` and, for a bound token, ``aud``.
 
 It accepts tokens of every app client of the pool (people's clients, agent keys,
@@ -35,7 +35,7 @@ from typing import Any
 from memory_server.domain.errors import TokenRefused
 from memory_server.domain.grants import SCOPE_GRANTS
 from memory_server.domain.limits import TOKEN_LEEWAY_S
-from memory_server.edge.gateway_events import request_headers, resource_url
+from memory_server.gateway.events import request_headers, resource_url
 from memory_server.signin.verify import KeySet, bearer_token, token_audiences, verify_access_token
 
 logger = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from memory_server.domain.limits import (
     REGISTRATIONS_PER_HOUR,
     REGISTRATIONS_PER_SOURCE_PER_HOUR,
 )
-from memory_server.edge.gateway_events import base_url, json_response, request_body
+from memory_server.gateway.events import base_url, json_response, request_body
 from memory_server.signin.registration import (
     GRANT_TYPES,
     METADATA_PATH,

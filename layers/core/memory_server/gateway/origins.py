@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memory_server.domain.errors import EdgeError
-from memory_server.edge.gateway_events import request_headers
+from memory_server.gateway.events import request_headers
 
 ANY_PORT = "*"
 _DEFAULT_PORTS = {"http": 80, "https": 443}

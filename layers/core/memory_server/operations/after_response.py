@@ -1,6 +1,7 @@
 """Work that runs after an invocation has returned its response.
 
-A request's post-commit work (publishing its audit events: :mod:`.audit`) must not
+A request's post-commit work (publishing its audit events:
+:mod:`memory_server.operations.audit_events`) must not
 hold back the response. :meth:`AfterResponse.invocation` wraps one invocation of
 the handler and collects the jobs submitted during it; when the handler returns,
 the jobs are handed to a runner:

@@ -27,8 +27,8 @@ from memory_server.domain.errors import (
     unauthenticated,
 )
 from memory_server.domain.grants import SCOPE_GRANTS
-from memory_server.edge.gateway_events import SLUG, request_headers, resource_url, token_identity
-from memory_server.edge.origins import OriginPolicy
+from memory_server.gateway.events import SLUG, request_headers, resource_url, token_identity
+from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.membership import resolve_caller
 
 

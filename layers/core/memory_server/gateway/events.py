@@ -27,7 +27,7 @@ class TokenIdentity:
 
 def token_identity(event: Mapping[str, Any]) -> TokenIdentity | None:
     """Identity only from ``requestContext.authorizer.lambda``: the context the Lambda
-    authorizer (:mod:`.signin.authorizer`) returned after verifying the token.
+    authorizer (:mod:`memory_server.signin.authorizer`) returned after verifying the token.
 
     ``None`` when there is no verified access token. The context's values are strings:
     ``scope`` and ``aud`` are space-separated lists.
