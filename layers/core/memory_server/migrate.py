@@ -340,10 +340,13 @@ def _apply_schema_files(
     gone, or a migration applied in this run (it may have replaced a table that
     policies and triggers were on). Nothing otherwise.
 
-    All of them rather than the changed ones and those after: a later file may hold
-    what an earlier one dropped (a policy of a table, say), and applying all of them
-    costs about as much as a fresh database's migrations; a re-run that changes
-    nothing reads the ledger and applies nothing.
+    All of them, not only the changed ones: a file applied again may drop what a later
+    one made (a DROP FUNCTION ... CASCADE takes the policies and triggers that use the
+    function), so every file after it would have to be applied again anyway, and all
+    of them cost little. Measured on the embedded server: applying the seven files
+    again takes 40-90 ms (a fresh database's whole migration 100-130 ms); a run that
+    changes nothing reads the ledger and applies nothing (4-8 ms). The search index is
+    made again only when a function of its expression changed, whichever files run.
     """
     ledger = owner.cursor(row_factory=tuple_row).execute(_SCHEMA_FILES_APPLIED)
     applied = {name: checksum for name, checksum in ledger}
