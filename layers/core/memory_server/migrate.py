@@ -116,7 +116,7 @@ def schema_values() -> dict[str, str]:
     k1 = Decimal(repr(limits.SEARCH_BM25_K1))
     b = Decimal(repr(limits.SEARCH_BM25_B))
     ceilings = tuple(limits.SEARCH_TIER_CEILINGS)
-    if list(ceilings) != sorted(set(ceilings)) or not 0 < ceilings[-1] < k1 + 1:
+    if not ceilings or list(ceilings) != sorted(set(ceilings)) or not 0 < ceilings[-1] < k1 + 1:
         raise MigrationError("SEARCH_TIER_CEILINGS must ascend, below k1 + 1")
     if len(ceilings) > 25:  # a band is one letter, a to z
         raise MigrationError("SEARCH_TIER_CEILINGS: at most 25 (26 bands)")
