@@ -5,8 +5,9 @@ Custom resource (the event has ``RequestType``):
 - Create / Update: ``provision.provision`` with the cluster's master credentials:
   bootstrap the roles (``migrate.bootstrap``, which also handles a master user that
   is not a superuser, as on Aurora), then ``migrate.migrate`` as ``memory_owner``
-  over the SQL files of the ``MigrationsLayer`` (``infra/migrations/`` shipped as a
-  layer, so the build needs no Makefile and the files are the repository's own).
+  over the SQL files of the ``MigrationsLayer`` (``infra/`` shipped as a layer, so
+  the build needs no Makefile and the files are the repository's own: the numbered
+  migrations in ``/opt/migrations``, the current-state files in ``/opt/schema``).
   Both steps are idempotent, so a re-run applies nothing and only re-sets the role
   passwords.
 - Delete: success without touching the database. The schema holds tenants' data;
@@ -22,7 +23,8 @@ by whoever holds ``lambda:InvokeFunction`` on this function; they run as the own
 role through ``memory_server.admin.operators``, so they are audited like every
 operator change. See ``docs/deploy.md``.
 
-Configuration (environment): ``MIGRATIONS_DIR``; ``OWNER_SECRET_ARN``,
+Configuration (environment): ``MIGRATIONS_DIR`` (the schema files are the ``schema``
+folder next to it); ``OWNER_SECRET_ARN``,
 ``RUNTIME_SECRET_ARN``, ``AUDITOR_SECRET_ARN`` (Secrets Manager JSON with ``username``
 and ``password``); the administrator either as ``MASTER_SECRET_ARN`` plus ``DB_HOST``,
 ``DB_PORT``, ``DB_NAME``, ``DB_SSLMODE`` (AWS), or as ``DATABASE_ADMIN_URL`` (tests and
@@ -105,7 +107,7 @@ def load_config(env: Mapping[str, str], secrets: Any = None) -> Config:
             sslmode=env.get("DB_SSLMODE", "require"),
         )
     owner = with_role(admin, migrate.OWNER_ROLE, passwords.owner)
-    return Config(admin, owner, passwords, Path(env.get("MIGRATIONS_DIR", "/opt")))
+    return Config(admin, owner, passwords, Path(env.get("MIGRATIONS_DIR", "/opt/migrations")))
 
 
 def _connect(conninfo: str, deadline: float, **kwargs: Any) -> psycopg.Connection[Any]:

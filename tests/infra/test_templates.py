@@ -423,11 +423,14 @@ def test_migrations_ship_as_a_layer_of_the_repository_sql(
     sam_template: dict[str, Any], transformed: dict[str, Any]
 ) -> None:
     layer = sam_template["Resources"]["MigrationsLayer"]
-    assert layer["Properties"]["ContentUri"] == "infra/migrations/"
+    # infra/ whole: the numbered migrations and, next to them, the current-state files.
+    assert layer["Properties"]["ContentUri"] == "infra/"
     assert "Metadata" not in layer  # no build step: packaged exactly as it is
     assert migrate.load_migrations(ROOT / "infra" / "migrations")
+    assert migrate.load_schema_files(migrate.schema_dir(ROOT / "infra" / "migrations"))
     props = transformed["Resources"]["MigrationFunction"]["Properties"]
-    assert props["Environment"]["Variables"]["MIGRATIONS_DIR"] == "/opt"  # layers mount there
+    # Layers mount at /opt: the layer's migrations folder, with its schema folder beside.
+    assert props["Environment"]["Variables"]["MIGRATIONS_DIR"] == "/opt/migrations"
     layer_refs = json.dumps(props["Layers"])
     assert "MigrationsLayer" in layer_refs and "CoreLayer" in layer_refs
     custom = transformed["Resources"]["DatabaseMigrations"]

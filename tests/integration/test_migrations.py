@@ -1,8 +1,8 @@
-"""The migrator: ordered, recorded, idempotent, and refusing rewritten history."""
+"""The migrator: ordered, recorded, idempotent, refusing rewritten history, and plain
+about a database made by the migrations from before the baseline."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import psycopg
@@ -11,8 +11,37 @@ from memory_server.data.migrate import (
     MigrationError,
     default_migrations_dir,
     load_migrations,
+    load_schema_files,
     migrate,
+    schema_dir,
 )
+
+from tests.integration.conftest import copy_infra
+
+# What memory.schema_migrations of a database made before the baseline lists (a `.dev/`
+# of `make dev`, say): the twenty migrations folded into 0001_baseline.sql (0011 was
+# never there).
+BEFORE_THE_BASELINE = [
+    "0001_core_schema.sql",
+    "0002_access_predicate.sql",
+    "0003_row_level_security.sql",
+    "0004_functions_and_grants.sql",
+    "0005_audit_publishing.sql",
+    "0006_workspace_scoped_search.sql",
+    "0007_administration.sql",
+    "0008_bounded_search.sql",
+    "0009_search_newest_first.sql",
+    "0010_search_index_without_pending_list.sql",
+    "0012_hardening.sql",
+    "0013_any_term_search.sql",
+    "0014_provenance_handles.sql",
+    "0015_search_plans.sql",
+    "0016_cached_function_plans.sql",
+    "0017_cached_write_plans.sql",
+    "0018_search_scoring_parameters.sql",
+    "0019_search_first_segments.sql",
+    "0020_writes_in_one_statement.sql",
+]
 
 
 def test_rerun_applies_nothing(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -21,12 +50,13 @@ def test_rerun_applies_nothing(cluster) -> None:  # type: ignore[no-untyped-def]
         names = [
             r[0] for r in owner.execute("SELECT name FROM memory.schema_migrations ORDER BY name")
         ]
+        files = [r[0] for r in owner.execute("SELECT name FROM memory.schema_files ORDER BY 1")]
     assert names == [m.name for m in load_migrations(default_migrations_dir())]
+    assert files == [f.name for f in load_schema_files(schema_dir(default_migrations_dir()))]
 
 
 def test_changed_or_failing_migrations_stop_cleanly(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    folder = tmp_path / "migrations"
-    shutil.copytree(default_migrations_dir(), folder)
+    folder = copy_infra(tmp_path / "edited")
     first = sorted(folder.iterdir())[0]
     first.write_text(first.read_text() + "\n-- edited\n")
     with (
@@ -35,8 +65,7 @@ def test_changed_or_failing_migrations_stop_cleanly(cluster, tmp_path: Path) -> 
     ):
         migrate(owner, folder)
 
-    shutil.rmtree(folder)
-    shutil.copytree(default_migrations_dir(), folder)
+    folder = copy_infra(tmp_path / "failing")
     (folder / "9998_good.sql").write_text("CREATE TABLE memory.probe_good (id int);")
     (folder / "9999_bad.sql").write_text("CREATE TABLE memory.probe_bad (id int); SELECT 1/0;")
     with psycopg.connect(cluster.owner_url) as owner:
@@ -53,6 +82,26 @@ def test_changed_or_failing_migrations_stop_cleanly(cluster, tmp_path: Path) -> 
     (folder / "bad name.sql").write_text("SELECT 1;")
     with pytest.raises(MigrationError, match="file names"):
         load_migrations(folder)
+
+
+def test_a_database_made_before_the_baseline_is_refused_plainly(scratch_database: str) -> None:
+    with psycopg.connect(scratch_database) as owner:
+        owner.execute("DELETE FROM memory.schema_migrations")
+        for name in BEFORE_THE_BASELINE:
+            owner.execute(
+                "INSERT INTO memory.schema_migrations (name, checksum) VALUES (%s, 'x')", (name,)
+            )
+        owner.commit()
+        with pytest.raises(MigrationError) as refused:
+            migrate(owner, default_migrations_dir())
+    message = str(refused.value)
+    assert "0001_core_schema.sql" in message and "16 more" in message
+    assert "before the migrations were folded into 0001_baseline.sql" in message
+    assert "stopping `make dev`" in message and "`rm -rf .dev`" in message
+    with psycopg.connect(scratch_database) as owner:  # and nothing was applied on top
+        assert owner.execute(
+            "SELECT count(*) FROM memory.schema_migrations WHERE name = '0001_baseline.sql'"
+        ).fetchone() == (0,)
 
 
 def test_service_roles_run_without_jit(cluster) -> None:  # type: ignore[no-untyped-def]

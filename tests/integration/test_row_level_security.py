@@ -76,9 +76,14 @@ def test_every_tenant_table_forces_rls_and_the_rest_are_unreachable(cluster) -> 
             name,
             commands,
         )
-    # What is left (search index and statistics, migration log) the runtime role
-    # cannot touch at all.
-    assert set(tables) == {"search_documents", "search_statistics", "schema_migrations"}
+    # What is left (search index and statistics, the migrator's ledgers) the runtime
+    # role cannot touch at all.
+    assert set(tables) == {
+        "search_documents",
+        "search_statistics",
+        "schema_migrations",
+        "schema_files",
+    }
     assert all(reachable is False for _, _, reachable in tables.values())
     for table in ("search_documents", "search_statistics"):
         with runtime(cluster) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -1,18 +1,31 @@
-"""Database roles and ordered plain-SQL migrations.
+"""Database roles, ordered plain-SQL migrations, and the schema's current-state files.
 
 ``bootstrap`` runs once with an administrative connection (the embedded server's
 superuser locally, the cluster's master user in AWS): it creates the migration role
 that owns the schema and the runtime role that serves requests, in one transaction.
-``migrate`` runs as the migration role and applies the pending
-``infra/migrations/NNNN_*.sql`` in order, all in ONE transaction under an advisory
-lock, each file in a savepoint of its own, recording name and checksum in
-``memory.schema_migrations``. A failing file raises ``MigrationError`` naming it, and
-the whole run rolls back (files applied before it in the same run too); a concurrent
-migrator waits for the lock, then finds them applied. A file that changed after it
-was applied stops the run: history is never silently rewritten.
+``migrate`` runs as the migration role, all in ONE transaction under an advisory lock:
 
-Besides the migration files, this module runs named statements from ``sql/`` (through
-:mod:`.statements`) and the role and grant statements composed below.
+- the pending ``infra/migrations/NNNN_*.sql`` (tables, indexes, table privileges), in
+  order, each once, each in a savepoint of its own, recorded with its checksum in
+  ``memory.schema_migrations``. A file that changed after it was applied stops the
+  run: history is never silently rewritten. A ledger naming migrations that are no
+  longer files (a database made before the migrations were folded into a baseline)
+  stops it too, saying how to start afresh;
+- then the current-state files ``infra/schema/NN_*.sql`` (functions, policies,
+  triggers, grants on functions), found next to the migrations folder: like Flyway's
+  repeatable migrations, applied in name order whenever one is new, changed or gone,
+  or a migration was applied in this run, and recorded with their checksums in
+  ``memory.schema_files``. A ``{{NAME}}`` in them is a value of :mod:`.limits`
+  (``schema_values``), put in before the checksum is taken, so a changed limit applies
+  them again.
+
+A failing file raises ``MigrationError`` naming it, and the whole run rolls back
+(files applied before it in the same run too); a concurrent migrator waits for the
+lock, then finds them applied.
+
+Besides these files, this module runs named statements from ``sql/`` (through
+:mod:`.sql_files`), the role and grant statements composed below, and the few
+statements of the schema files' ledger (``_SCHEMA_FILES_*``).
 """
 
 from __future__ import annotations
@@ -21,19 +34,25 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import tuple_row
 
 from memory_server.data import statements as sql_files
+from memory_server.domain import limits
 
 OWNER_ROLE = "memory_owner"
 RUNTIME_ROLE = "memory_runtime"
 AUDITOR_ROLE = "memory_auditor"  # the audit sweeper: two functions, nothing else
 SCHEMA = "memory"
 _MIGRATION_NAME = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
+_SCHEMA_FILE_NAME = re.compile(r"^\d{2}_[a-z0-9_]+\.sql$")
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_]*)\}\}")
+_DEFINED_FUNCTION = re.compile(r"^CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)\s*\(", re.M | re.I)
 _LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
 
 
@@ -43,6 +62,8 @@ class MigrationError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Migration:
+    """A numbered migration, or a current-state file as it is applied (rendered)."""
+
     name: str
     text: str
 
@@ -57,6 +78,72 @@ def load_migrations(directory: Path) -> list[Migration]:
     if bad:
         raise MigrationError(f"migration file names must look like 0001_name.sql: {bad}")
     return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
+
+
+def schema_dir(migrations_dir: Path) -> Path:
+    """The current-state files' folder: ``schema`` next to the migrations folder (as in
+    ``infra/``, and in the migrations function's layer)."""
+    return migrations_dir.parent / "schema"
+
+
+def load_schema_files(directory: Path) -> list[Migration]:
+    """The current-state files in name order, rendered (``render``)."""
+    if not directory.is_dir():
+        raise MigrationError(f"no schema folder at {directory} (infra/schema, next to migrations)")
+    files = sorted(p for p in directory.iterdir() if p.suffix == ".sql")
+    bad = [p.name for p in files if not _SCHEMA_FILE_NAME.match(p.name)]
+    if bad or not files:
+        raise MigrationError(f"schema file names must look like 10_name.sql: {bad or 'none'}")
+    values = schema_values()
+    return [Migration(p.name, render(p.name, p.read_text(encoding="utf-8"), values)) for p in files]
+
+
+def render(name: str, text: str, values: dict[str, str]) -> str:
+    """``text`` with each ``{{NAME}}`` replaced by its value; an unknown name is an error."""
+    unknown = sorted({m for m in _PLACEHOLDER.findall(text) if m not in values})
+    if unknown:
+        raise MigrationError(f"{name}: no value for {unknown} (migrate.schema_values)")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+
+def schema_values() -> dict[str, str]:
+    """The values of :mod:`.limits` the schema files name, as SQL literals.
+
+    Read at every call, so that a test can patch a limit. Numbers are written so that
+    the rendered text equals what the SQL held before these limits moved here (the
+    derived BM25 terms computed in decimal: 1.2 * (1 - 0.75) is 0.3, not
+    0.30000000000000004).
+    """
+    k1 = Decimal(repr(limits.SEARCH_BM25_K1))
+    b = Decimal(repr(limits.SEARCH_BM25_B))
+    ceilings = tuple(limits.SEARCH_TIER_CEILINGS)
+    if not ceilings or list(ceilings) != sorted(set(ceilings)) or not 0 < ceilings[-1] < k1 + 1:
+        raise MigrationError("SEARCH_TIER_CEILINGS must ascend, below k1 + 1")
+    if len(ceilings) > 25:  # a band is one letter, a to z
+        raise MigrationError("SEARCH_TIER_CEILINGS: at most 25 (26 bands)")
+    return {
+        "SEARCH_BM25_K1_PLUS_1": _literal(k1 + 1),
+        "SEARCH_BM25_K1_TIMES_1_MINUS_B": _literal(k1 * (1 - b)),
+        "SEARCH_BM25_K1_TIMES_B": _literal(k1 * b),
+        "SEARCH_BM25_REFERENCE_LENGTH": _literal(limits.SEARCH_BM25_REFERENCE_LENGTH),
+        "SEARCH_TIER_CEILINGS": "{" + ",".join(_literal(c) for c in ceilings) + "}",
+        "SEARCH_TOP_TIER": _literal(len(ceilings)),
+        "SEARCH_PRIOR_WEIGHT": _literal(limits.SEARCH_PRIOR_WEIGHT),
+        "SEARCH_PRIOR_HALF_LIFE_DAYS": _literal(limits.SEARCH_PRIOR_HALF_LIFE_DAYS),
+        "SEARCH_RARE_WORD_RECORDS": _literal(limits.SEARCH_RARE_WORD_RECORDS),
+        "SEARCH_SEGMENTS_FIRST": _literal(limits.SEARCH_SEGMENTS_FIRST),
+        "SEARCH_SEGMENTS_AFTER": _literal(limits.SEARCH_SEGMENTS_AFTER),
+    }
+
+
+def _literal(value: float | Decimal) -> str:
+    """A number as an SQL literal: an int as it is, a float as Python writes it (1.0
+    stays 1.0), a Decimal without trailing zeros (0.300 is 0.3)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise MigrationError(f"not a number: {value!r}")
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    return repr(value)
 
 
 def bootstrap(
@@ -167,14 +254,18 @@ def _require_unprivileged(admin: psycopg.Connection, role: str) -> None:
 
 
 def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
-    """Apply pending migrations as the owner role; returns the names applied."""
+    """Apply pending migrations, then the schema files if needed, as the owner role;
+    returns the names applied (migrations first)."""
     migrations = load_migrations(directory)
+    schema_files = load_schema_files(schema_dir(directory))
     applied_now: list[str] = []
     with owner.transaction():  # one transaction for the whole run
         sql_files.run(owner, "migrate_lock", {"lock_id": _LOCK_ID})
         sql_files.run(owner, "migrate_search_path")
         sql_files.run(owner, "migrate_create_ledger")
+        owner.execute(_SCHEMA_FILES_LEDGER)
         done = {row["name"]: row["checksum"] for row in sql_files.rows(owner, "migrate_applied")}
+        _refuse_unknown_history(done, migrations, directory)
         for migration in migrations:
             if migration.name in done:
                 if done[migration.name] != migration.checksum:
@@ -183,18 +274,111 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
                         "add a new migration instead"
                     )
                 continue
-            with owner.transaction():  # a savepoint per file, inside the run's transaction
-                try:
-                    owner.execute(migration.text.encode())
-                except psycopg.Error as exc:
-                    raise MigrationError(f"{migration.name} failed: {exc}") from exc
-                sql_files.run(
-                    owner,
-                    "migrate_record",
-                    {"name": migration.name, "checksum": migration.checksum},
-                )
+            _apply(owner, migration)
+            sql_files.run(
+                owner,
+                "migrate_record",
+                {"name": migration.name, "checksum": migration.checksum},
+            )
             applied_now.append(migration.name)
+        applied_now += _apply_schema_files(owner, schema_files, changed_tables=bool(applied_now))
     return applied_now
+
+
+def _apply(owner: psycopg.Connection, migration: Migration) -> None:
+    with owner.transaction():  # a savepoint per file, inside the run's transaction
+        try:
+            owner.execute(migration.text.encode())
+        except psycopg.Error as exc:
+            raise MigrationError(f"{migration.name} failed: {exc}") from exc
+
+
+def _refuse_unknown_history(
+    done: dict[str, str], migrations: list[Migration], directory: Path
+) -> None:
+    """A ledger naming migrations that are no files: the database was made by another
+    history (before 0001_baseline.sql folded the first twenty into one), and applying
+    today's files on top of it would fail obscurely, or worse, half succeed."""
+    unknown = sorted(done.keys() - {m.name for m in migrations})
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (
+            f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        )
+        raise MigrationError(
+            f"this database was made by migrations that are not in {directory} ({shown}): "
+            "made before the migrations were folded into 0001_baseline.sql, it cannot be "
+            "migrated. Nothing was deployed with them; a local database is reset by "
+            "stopping `make dev` and removing its data folder: `rm -rf .dev` (or the "
+            "folder MEMORY_DEV_DIR names; with DATABASE_URL set, drop its `memory` "
+            "database instead), then `make dev` again."
+        )
+
+
+# The schema files' ledger. Created here like schema_migrations (the migrator's own
+# table, not the service's); its statements take no identifiers from outside.
+_SCHEMA_FILES_LEDGER = b"""
+CREATE TABLE IF NOT EXISTS schema_files (
+    name text PRIMARY KEY,
+    checksum text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+_SCHEMA_FILES_APPLIED = b"SELECT name, checksum FROM schema_files"
+_SCHEMA_FILES_RECORD = b"""
+INSERT INTO schema_files (name, checksum) VALUES (%(name)s, %(checksum)s)
+ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()"""
+_SCHEMA_FILES_FORGET = b"DELETE FROM schema_files WHERE NOT name = ANY (%(names)s)"
+_SCHEMA_FUNCTIONS = b"""
+SELECT p.proname AS name, count(*) AS overloads
+FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = 'memory'
+GROUP BY p.proname"""
+
+
+def _apply_schema_files(
+    owner: psycopg.Connection, files: list[Migration], *, changed_tables: bool
+) -> list[str]:
+    """Every schema file, in name order, when anything changed: a file new, changed or
+    gone, or a migration applied in this run (it may have replaced a table that
+    policies and triggers were on). Nothing otherwise.
+
+    All of them, not only the changed ones: a file applied again may drop what a later
+    one made (a DROP FUNCTION ... CASCADE takes the policies and triggers that use the
+    function), so every file after it would have to be applied again anyway, and all
+    of them cost little. Measured on the embedded server: applying the seven files
+    again takes 40-90 ms (a fresh database's whole migration 100-130 ms); a run that
+    changes nothing reads the ledger and applies nothing (4-8 ms). The search index is
+    made again only when a function of its expression changed, whichever files run.
+    """
+    ledger = owner.cursor(row_factory=tuple_row).execute(_SCHEMA_FILES_APPLIED)
+    applied = {name: checksum for name, checksum in ledger}
+    wanted = {f.name: f.checksum for f in files}
+    if applied == wanted and not changed_tables:
+        return []
+    for schema_file in files:
+        _apply(owner, schema_file)
+        owner.execute(
+            _SCHEMA_FILES_RECORD, {"name": schema_file.name, "checksum": schema_file.checksum}
+        )
+    owner.execute(_SCHEMA_FILES_FORGET, {"names": list(wanted)})
+    _refuse_stale_functions(owner, files)
+    return [f.name for f in files]
+
+
+def _refuse_stale_functions(owner: psycopg.Connection, files: list[Migration]) -> None:
+    """Every function of the schema is one a schema file defines, as many times (its
+    overloads): one taken out of the files, or whose argument types changed, would
+    otherwise stay in the database, callable, with its old grants."""
+    defined: dict[str, int] = {}
+    for schema_file in files:
+        for name in _DEFINED_FUNCTION.findall(schema_file.text):
+            defined[name] = defined.get(name, 0) + 1
+    functions = owner.cursor(row_factory=tuple_row).execute(_SCHEMA_FUNCTIONS)
+    stale = sorted(name for name, overloads in functions if overloads > defined.get(name, 0))
+    if stale:
+        raise MigrationError(
+            f"functions no schema file defines (any more, or with these arguments): {stale}; "
+            "drop them in the schema file that defined them (DROP FUNCTION IF EXISTS ...)"
+        )
 
 
 def default_migrations_dir() -> Path:

@@ -5,9 +5,9 @@ stack's custom resource), ``make dev``, the test session and the benchmarks. Giv
 an administrative connection string (a superuser locally, the cluster's master user
 in AWS) and a database, ``provision`` creates the database when it is missing,
 bootstraps the roles with the given passwords (``migrate.bootstrap``), applies the
-pending migrations as the owner role (``migrate.migrate``) and returns each role's
-connection string. Every step is idempotent, so a re-run applies nothing and only
-re-sets the role passwords.
+pending migrations and the changed current-state files as the owner role
+(``migrate.migrate``) and returns each role's connection string. Every step is
+idempotent, so a re-run applies nothing and only re-sets the role passwords.
 
 Role passwords are cluster-wide: callers sharing a server must pass the passwords
 already in use, or every other user of the roles loses its connections.
@@ -58,7 +58,7 @@ class Provisioned:
     owner_url: str
     runtime_url: str
     auditor_url: str
-    applied: list[str] = field(default_factory=list)  # migrations applied by this run
+    applied: list[str] = field(default_factory=list)  # migrations, schema files applied now
 
 
 def with_role(dsn: str, user: str, password: str, database: str | None = None) -> str:
@@ -111,7 +111,8 @@ def provision(
     ``database``: created when missing; ``None`` means the one ``admin`` names,
     which must exist (a cluster's own database: its master user may not be allowed
     to create one). ``migrations_dir`` defaults to the checkout's
-    ``infra/migrations``; the migrations function passes its layer's copy.
+    ``infra/migrations``; the migrations function passes its layer's copy. The
+    current-state files are the ``schema`` folder next to it (``migrate.schema_dir``).
     """
     target = database or database_of(admin)
     if database is not None and database != database_of(admin):

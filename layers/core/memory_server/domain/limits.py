@@ -91,6 +91,33 @@ SEARCH_SCORE_BUDGET = 4000
 SEARCH_EXCERPT_SOURCE_CHARS = 20_000
 SEARCH_EXCERPT_WORDS = (25, 70)
 
+# -- Search scoring (infra/schema/50_search_index.sql, 60_search.sql; docs/store.md) ----
+# Put into the schema files by migrate.py when it applies them; a changed value
+# applies them again, and rebuilds the search index, whose entries are banded by BM25.
+# BM25's term-frequency saturation (k1) and length normalisation (b), and the
+# reference length it normalises to (in term positions): a fixed length rather than
+# the collection's average, so a term's factor in a record is known when it is written.
+SEARCH_BM25_K1 = 1.2
+SEARCH_BM25_B = 0.75
+SEARCH_BM25_REFERENCE_LENGTH = 64
+# The bands of the BM25 factor in the index: each value is a band's ceiling and the
+# next band's floor (ascending; the top band's ceiling is k1 + 1, the factor's own).
+# A search fetches the highest bands first and stops once no unfetched record can
+# enter its top results.
+SEARCH_TIER_CEILINGS = (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.7)
+# A record updated now scores this much more, halving every this many days: a
+# tie-breaker between near-equal matches, never enough to outweigh a matched term.
+SEARCH_PRIOR_WEIGHT = 0.25
+SEARCH_PRIOR_HALF_LIFE_DAYS = 60
+# A word that at most this many records of the caller's view hold is fetched in one
+# segment, all its bands at once.
+SEARCH_RARE_WORD_RECORDS = 128
+# Segments a search statement fetches: few while fewer than the wanted hits have
+# scores (the stop rule needs them), more after (a statement's fixed cost then weighs
+# more than the records of a segment that would not have been needed).
+SEARCH_SEGMENTS_FIRST = 2
+SEARCH_SEGMENTS_AFTER = 6
+
 # -- Admin API (docs/admin.md) ------------------------------------------------------
 ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context
 ADMIN_AUDIT_DEFAULT_ITEMS = 50  # GET /audit, one page

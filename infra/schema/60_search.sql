@@ -1,25 +1,51 @@
--- Search: fewer records fetched before the stop rule can act, fewer statements
--- after, and probes built without a query each.
+-- Search: the p_limit best records of the caller's view for a query, exactly scored
+-- with BM25 over what the caller may see (nothing about hidden records enters a
+-- score), plus a small prior for recent records; and the query the excerpts show.
 --
--- * search_candidates() (0013) sent four segments to each statement. Until p_limit
---   records have scores, neither the stop rule nor the pruning of weak records can
---   act, so a first statement of four segments fetched and scored records that a
---   smaller one would have shown unnecessary: a single common word fetched its
---   four best bands (392 records) where its best band already gave an exact top 8.
---   Statements now take two segments while fewer than p_limit records are scored.
--- * Once p_limit records have scores, a segment's records are mostly fetched without
---   being scored (they hold no unit strong enough to reach the top), so a segment
---   costs little next to a statement's fixed cost (its executor start-up and the
---   loop around it): statements then take six segments, not four. An 8-word
---   question of the benchmark takes two statements instead of three.
---   Same results for every benchmark question (1,000,000 records) and every question
---   of the recall-quality set; the figures are in docs/performance.md.
--- * search_any() and search_probe() built their tsquery text with a query (unnest,
---   string_agg) at every call, several times per search; they now concatenate in
---   PL/pgSQL. Same tsquery, term for term. The cells are 16 hex digits
---   (search_view_cell), so one cell's length gives the room every cell leaves.
+-- The runtime role holds no privilege on search_documents or search_statistics:
+-- search_candidates() runs as the owner and applies the visibility predicate itself,
+-- through the cells of the caller's view and again on every row it fetches. The
+-- index, its bands and the BM25 factor are in 50_search_index.sql. idf(t) =
+-- ln(1 + (N - df + 0.5) / (df + 0.5)) over the records the caller may see, counted in
+-- search_statistics. The prior: a record updated now gets SEARCH_PRIOR_WEIGHT more,
+-- halving every SEARCH_PRIOR_HALF_LIFE_DAYS, a tie-breaker between near-equal
+-- matches, never enough to outweigh a matched term.
+--
+-- A name in double braces is a value of memory_server.limits, put in by
+-- memory_server/migrate.py when it applies this file. The fetch and score budgets are parameters, given by the
+-- caller (sql/search_candidates.sql, from limits.SEARCH_FETCH_BUDGET and
+-- limits.SEARCH_SCORE_BUDGET).
+--
+-- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
+-- migrations).
 
--- Any of the given lexemes, as a tsquery (NULL for none).
+-- -- Scoring ---------------------------------------------------------------------------
+
+-- Weighted term frequency as ts_rank_cd computes it on terms: D 1, C 0, B 2, A 3 (body,
+-- path, title: its weights array is D, C, B, A, quartered, as ts_rank_cd wants weights
+-- of at most one; the same counts as search_index_document's).
+CREATE OR REPLACE FUNCTION search_tf(terms tsvector, lexeme tsquery)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN 4 * ts_rank_cd('{0.25,0,0.5,0.75}'::real[], terms, lexeme)::double precision;
+
+CREATE OR REPLACE FUNCTION search_idf(documents bigint, df bigint)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ln(1 + (documents - df + 0.5::double precision) / (df + 0.5::double precision));
+
+CREATE OR REPLACE FUNCTION search_prior(updated timestamptz, now timestamptz)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN {{SEARCH_PRIOR_WEIGHT}}::double precision
+       * power(0.5::double precision,
+               greatest(extract(epoch FROM now - updated), 0)::double precision
+               / ({{SEARCH_PRIOR_HALF_LIFE_DAYS}} * 86400));
+
+-- -- Probes --------------------------------------------------------------------------------
+
+-- Any of the given lexemes, as a tsquery (NULL for none). PL/pgSQL, so that it is
+-- planned once per session, not in every statement that calls it.
 CREATE OR REPLACE FUNCTION search_any(lexemes text[]) RETURNS tsquery
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -62,6 +88,138 @@ BEGIN
 END
 $$;
 
+-- -- Fetching and ranking ------------------------------------------------------------------
+
+-- Records of the view holding each lexeme, and the view's records ('' lexeme). The
+-- statement runs through EXECUTE, so it is planned with the call's values: the generic
+-- plan read a small workspace's statistics whole through the primary key's first
+-- column (1.7 ms of a 3.7 ms call on the recall-quality set; 0.3 ms planned per call).
+CREATE OR REPLACE FUNCTION search_view_statistics(p_workspace uuid, p_owners uuid[],
+                                                  p_contexts text[], p_lexemes text[])
+RETURNS TABLE (lexeme text, documents bigint)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE
+        'SELECT s.lexeme, sum(s.documents)::bigint
+         FROM memory.search_statistics AS s
+         WHERE s.workspace_id = $1 AND s.owner_id = ANY ($2)
+           AND s.context_key = ANY ($3) AND s.lexeme = ANY ($4)
+         GROUP BY s.lexeme'
+        USING p_workspace, p_owners, p_contexts, p_lexemes;
+END
+$$;
+REVOKE ALL ON FUNCTION search_view_statistics(uuid, uuid[], text[], text[]) FROM PUBLIC;
+
+-- One segment's records, each scored exactly: those the index returns for p_probe
+-- (in the view's cells), checked again on the row against the view, of the given
+-- kinds, matching p_filter (phrases) and none of p_excluded. The score sums, over the
+-- units (p_queries: one lexeme each, with its idf, and the phrases it is bound to or
+-- NULL), idf * BM25 factor, and adds the prior. The first 16 units are written out
+-- and read out of their arrays once per call, not at every record (a term frequency
+-- is computed only where the lexeme occurs); any more go through a subquery. With
+-- p_others, a record holding none of those lexemes is returned without a score
+-- (NULL): the caller has shown that such a record cannot reach its results. An SQL
+-- function simple enough to be inlined, so EXPLAIN shows its plan.
+CREATE OR REPLACE FUNCTION search_fetch(p_probe tsquery, p_filter tsquery, p_excluded tsquery,
+                                        p_workspace uuid, p_owners uuid[], p_contexts text[],
+                                        p_kinds text[], p_queries tsquery[],
+                                        p_idfs double precision[], p_bounds tsquery[],
+                                        p_now timestamptz, p_others tsquery)
+RETURNS TABLE (memory_id uuid, score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.memory_id,
+           CASE WHEN p_others IS NULL OR d.terms @@ p_others THEN
+           memory.search_prior(d.updated_at, p_now)
+           + CASE WHEN d.terms @@ u.q1 AND (u.b1 IS NULL OR d.terms @@ u.b1)
+                  THEN u.i1 * memory.search_bm25(memory.search_tf(d.terms, u.q1), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q2 AND (u.b2 IS NULL OR d.terms @@ u.b2)
+                  THEN u.i2 * memory.search_bm25(memory.search_tf(d.terms, u.q2), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q3 AND (u.b3 IS NULL OR d.terms @@ u.b3)
+                  THEN u.i3 * memory.search_bm25(memory.search_tf(d.terms, u.q3), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q4 AND (u.b4 IS NULL OR d.terms @@ u.b4)
+                  THEN u.i4 * memory.search_bm25(memory.search_tf(d.terms, u.q4), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q5 AND (u.b5 IS NULL OR d.terms @@ u.b5)
+                  THEN u.i5 * memory.search_bm25(memory.search_tf(d.terms, u.q5), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q6 AND (u.b6 IS NULL OR d.terms @@ u.b6)
+                  THEN u.i6 * memory.search_bm25(memory.search_tf(d.terms, u.q6), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q7 AND (u.b7 IS NULL OR d.terms @@ u.b7)
+                  THEN u.i7 * memory.search_bm25(memory.search_tf(d.terms, u.q7), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q8 AND (u.b8 IS NULL OR d.terms @@ u.b8)
+                  THEN u.i8 * memory.search_bm25(memory.search_tf(d.terms, u.q8), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q9 AND (u.b9 IS NULL OR d.terms @@ u.b9)
+                  THEN u.i9 * memory.search_bm25(memory.search_tf(d.terms, u.q9), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q10 AND (u.b10 IS NULL OR d.terms @@ u.b10)
+                  THEN u.i10 * memory.search_bm25(memory.search_tf(d.terms, u.q10), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q11 AND (u.b11 IS NULL OR d.terms @@ u.b11)
+                  THEN u.i11 * memory.search_bm25(memory.search_tf(d.terms, u.q11), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q12 AND (u.b12 IS NULL OR d.terms @@ u.b12)
+                  THEN u.i12 * memory.search_bm25(memory.search_tf(d.terms, u.q12), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q13 AND (u.b13 IS NULL OR d.terms @@ u.b13)
+                  THEN u.i13 * memory.search_bm25(memory.search_tf(d.terms, u.q13), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q14 AND (u.b14 IS NULL OR d.terms @@ u.b14)
+                  THEN u.i14 * memory.search_bm25(memory.search_tf(d.terms, u.q14), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q15 AND (u.b15 IS NULL OR d.terms @@ u.b15)
+                  THEN u.i15 * memory.search_bm25(memory.search_tf(d.terms, u.q15), d.length)
+                  ELSE 0 END
+           + CASE WHEN d.terms @@ u.q16 AND (u.b16 IS NULL OR d.terms @@ u.b16)
+                  THEN u.i16 * memory.search_bm25(memory.search_tf(d.terms, u.q16), d.length)
+                  ELSE 0 END
+           + CASE WHEN cardinality(p_queries) <= 16 THEN 0 ELSE (
+                 SELECT coalesce(sum(u.idf * memory.search_bm25(memory.search_tf(d.terms, u.q),
+                                                               d.length)), 0)
+                 FROM unnest(p_queries[17:], p_idfs[17:], p_bounds[17:]) AS u (q, idf, bound)
+                 WHERE d.terms @@ u.q AND (u.bound IS NULL OR d.terms @@ u.bound)) END
+           END
+    FROM memory.search_documents AS d
+    -- The per-unit parameters, taken out of their arrays once per call rather than
+    -- at every record (OFFSET 0 keeps the subquery from being pulled up into the row
+    -- expressions).
+    CROSS JOIN LATERAL (SELECT
+                               p_queries[1] AS q1, p_bounds[1] AS b1, p_idfs[1] AS i1,
+                               p_queries[2] AS q2, p_bounds[2] AS b2, p_idfs[2] AS i2,
+                               p_queries[3] AS q3, p_bounds[3] AS b3, p_idfs[3] AS i3,
+                               p_queries[4] AS q4, p_bounds[4] AS b4, p_idfs[4] AS i4,
+                               p_queries[5] AS q5, p_bounds[5] AS b5, p_idfs[5] AS i5,
+                               p_queries[6] AS q6, p_bounds[6] AS b6, p_idfs[6] AS i6,
+                               p_queries[7] AS q7, p_bounds[7] AS b7, p_idfs[7] AS i7,
+                               p_queries[8] AS q8, p_bounds[8] AS b8, p_idfs[8] AS i8,
+                               p_queries[9] AS q9, p_bounds[9] AS b9, p_idfs[9] AS i9,
+                               p_queries[10] AS q10, p_bounds[10] AS b10, p_idfs[10] AS i10,
+                               p_queries[11] AS q11, p_bounds[11] AS b11, p_idfs[11] AS i11,
+                               p_queries[12] AS q12, p_bounds[12] AS b12, p_idfs[12] AS i12,
+                               p_queries[13] AS q13, p_bounds[13] AS b13, p_idfs[13] AS i13,
+                               p_queries[14] AS q14, p_bounds[14] AS b14, p_idfs[14] AS i14,
+                               p_queries[15] AS q15, p_bounds[15] AS b15, p_idfs[15] AS i15,
+                               p_queries[16] AS q16, p_bounds[16] AS b16, p_idfs[16] AS i16
+                        OFFSET 0) AS u
+    WHERE memory.search_index_document(
+              memory.search_view_cell(d.workspace_id, d.owner_id, d.context_key),
+              d.terms, d.length) @@ p_probe
+      AND d.workspace_id = p_workspace AND d.owner_id = ANY (p_owners)
+      AND d.context_key = ANY (p_contexts) AND d.kind = ANY (p_kinds)
+      AND (p_filter IS NULL OR d.terms @@ p_filter)
+      AND (p_excluded IS NULL OR NOT d.terms @@ p_excluded)
+$$;
+REVOKE ALL ON FUNCTION search_fetch(tsquery, tsquery, tsquery, uuid, uuid[], text[], text[],
+                                    tsquery[], double precision[], tsquery[],
+                                    timestamp with time zone, tsquery) FROM PUBLIC;
+
 -- The p_limit best records of the caller's view for a query, by exact score.
 --
 -- The query comes parsed (memory_search): p_words (any of their lexemes matches),
@@ -71,10 +229,10 @@ $$;
 --
 -- Records are fetched in segments, strongest first: all matches of every phrase,
 -- then, for each word, its bands from the top (all of them at once for a word that at
--- most 128 records of the view hold), always the band of the word whose idf times
--- band ceiling is highest, two segments per statement while fewer than p_limit records
--- are scored and six after. Every fetched record that
--- could reach the results is scored exactly. The search stops when the p_limit-th
+-- most SEARCH_RARE_WORD_RECORDS records of the view hold), always the band of the word
+-- whose idf times band ceiling is highest, SEARCH_SEGMENTS_FIRST segments per
+-- statement while fewer than p_limit records are scored and SEARCH_SEGMENTS_AFTER
+-- after. Every fetched record that could reach the results is scored exactly. The search stops when the p_limit-th
 -- best score reaches what a record not fetched yet could still score (each unit's
 -- next band ceiling times its idf, summed, plus the largest prior): the result is
 -- then exactly the top of a full ranking. Within a segment, a record holding no other
@@ -84,15 +242,19 @@ $$;
 -- record-unit pairs; the result is then the best of those. Every fetch checks
 -- workspace, owner and context on the row against the view in the request settings,
 -- as well as through the cells.
-CREATE OR REPLACE FUNCTION search_candidates(p_words text, p_phrases text[], p_excluded text[],
-                                  p_owners uuid[], p_kinds text[], p_limit integer,
-                                  p_budget integer, p_score_budget integer)
+CREATE OR REPLACE FUNCTION search_candidates(p_words text, p_phrases text[],
+                                             p_excluded text[], p_owners uuid[], p_kinds text[],
+                                             p_limit integer, p_budget integer,
+                                             p_score_budget integer)
 RETURNS TABLE (memory_id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 -- Generic plans from the first call: the index is the only way to answer @@, so the
 -- plans do not depend on the values.
 SET plan_cache_mode = force_generic_plan
--- No sequential scan, whatever the tables looked like when a plan was cached (0015).
+-- No sequential scan, whatever the tables looked like when a plan was cached: a plan
+-- cached while a new database's tables still looked empty scanned search_documents
+-- and computed the index expression of every document (370 ms a question once 1,200
+-- records had been written in the same session).
 SET enable_seqscan = off
 AS $$
 DECLARE
@@ -105,7 +267,8 @@ DECLARE
     -- benchmark, which replays the segments under EXPLAIN. Only the caller's own view.
     tracing constant boolean := coalesce(current_setting('memory.search_trace', true) = 'on',
                                          false);
-    rare constant integer := 128;  -- a word with at most this many records: one segment
+    -- A word with at most this many records: one segment.
+    rare constant integer := {{SEARCH_RARE_WORD_RECORDS}};
     owners uuid[];
     cells text[];
     part text;
@@ -169,7 +332,7 @@ BEGIN
             phrase_filter := CASE WHEN phrase_filter IS NULL THEN phrase_query
                                   ELSE phrase_filter || phrase_query END;
             probe := (SELECT string_agg('(' || search_probe(cells, ARRAY(
-                                 SELECT generate_series(0, 11)), ARRAY[l])::text || ')', ' & ')
+                                 SELECT generate_series(0, {{SEARCH_TOP_TIER}})), ARRAY[l])::text || ')', ' & ')
                       FROM unnest(phrase_lexemes) AS l)::tsquery;
             phrase_probe := CASE WHEN phrase_probe IS NULL THEN probe
                                  ELSE phrase_probe || probe END;
@@ -208,7 +371,7 @@ BEGIN
         unit_query[i] := search_any(ARRAY[unit_lexeme[i]]);
         -- Nothing to fetch for a lexeme no visible record holds, or for a phrase's
         -- (its phrases are fetched whole, first).
-        unit_next[i] := CASE WHEN unit_df[i] = 0 OR unit_bound[i] IS NOT NULL THEN -1 ELSE 11 END;
+        unit_next[i] := CASE WHEN unit_df[i] = 0 OR unit_bound[i] IS NOT NULL THEN -1 ELSE {{SEARCH_TOP_TIER}} END;
     END LOOP;
     IF tracing THEN
         RAISE NOTICE '%', jsonb_build_object(
@@ -241,20 +404,20 @@ BEGIN
     LOOP
         -- What a record not fetched yet could score at most: every unit's next band
         -- ceiling times its idf, plus the largest prior.
-        unseen := 0.25;
+        unseen := {{SEARCH_PRIOR_WEIGHT}};
         FOR i IN 1..cardinality(unit_lexeme) LOOP
             IF unit_next[i] >= 0 THEN
                 unseen := unseen + unit_idf[i] * search_tier_ceiling(unit_next[i]);
             END IF;
         END LOOP;
         IF (cardinality(top_scores) >= p_limit AND top_scores[p_limit] >= unseen)
-           OR unseen = 0.25 OR fetched >= p_budget OR scored >= score_rows THEN
+           OR unseen = {{SEARCH_PRIOR_WEIGHT}} OR fetched >= p_budget OR scored >= score_rows THEN
             IF tracing THEN
                 RAISE NOTICE '%', jsonb_build_object(
                     'done', CASE WHEN cut THEN 'budget spent'
                                  WHEN cardinality(top_scores) >= p_limit
                                       AND top_scores[p_limit] >= unseen THEN 'exact'
-                                 WHEN unseen = 0.25 THEN 'every match fetched'
+                                 WHEN unseen = {{SEARCH_PRIOR_WEIGHT}} THEN 'every match fetched'
                                  ELSE 'budget spent' END,
                     'fetched', fetched, 'scored', scored, 'limit_score', top_scores[p_limit],
                     'unseen', unseen);
@@ -268,7 +431,8 @@ BEGIN
         -- those scores to act; six after, when most records of a segment are only
         -- fetched, not scored (a statement's fixed cost against the records of
         -- segments that would not have been needed).
-        batch := CASE WHEN cardinality(top_scores) >= p_limit THEN 6 ELSE 2 END;
+        batch := CASE WHEN cardinality(top_scores) >= p_limit THEN {{SEARCH_SEGMENTS_AFTER}}
+                      ELSE {{SEARCH_SEGMENTS_FIRST}} END;
         probes := '{}';
         others_of := '{}';
         segment_units := '{}';
@@ -299,7 +463,7 @@ BEGIN
             -- no strong unit left, the segment is skipped.
             strong := NULL;
             IF cardinality(top_scores) >= p_limit
-               AND top_scores[p_limit] - weight - 0.25 > 0 THEN
+               AND top_scores[p_limit] - weight - {{SEARCH_PRIOR_WEIGHT}} > 0 THEN
                 strong := ARRAY(
                     SELECT c.lexeme
                     FROM (SELECT unit_lexeme[u.n] AS lexeme,
@@ -312,7 +476,7 @@ BEGIN
                                                  END, u.n) AS reach
                           FROM generate_subscripts(unit_lexeme, 1) AS u (n)
                           WHERE u.n <> best) AS c
-                    WHERE c.reach >= top_scores[p_limit] - weight - 0.25);
+                    WHERE c.reach >= top_scores[p_limit] - weight - {{SEARCH_PRIOR_WEIGHT}});
                 CONTINUE WHEN cardinality(strong) = 0;
             END IF;
             probes := probes || search_probe(cells, bands, ARRAY[unit_lexeme[best]]);
@@ -361,5 +525,30 @@ BEGIN
     END LOOP;
 
     RETURN QUERY SELECT t.memory_id, t.score FROM unnest(top_ids, top_scores) AS t (memory_id, score);
+END
+$$;
+REVOKE ALL ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer,
+                                         integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer,
+                                            integer) TO memory_runtime;
+
+-- The terms of a query as the excerpt should show them: any word, or any phrase.
+CREATE OR REPLACE FUNCTION search_excerpt_query(p_words text, p_phrases text[]) RETURNS tsquery
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    terms tsquery := memory.search_any(
+        tsvector_to_array(to_tsvector('english', coalesce(p_words, ''))));
+    phrase text;
+BEGIN
+    FOREACH phrase IN ARRAY coalesce(p_phrases, '{}') LOOP
+        -- (checked on the lexemes first: phraseto_tsquery of stop words only raises a
+        -- notice)
+        IF length(to_tsvector('english', phrase)) > 0 THEN
+            terms := CASE WHEN terms IS NULL THEN phraseto_tsquery('english', phrase)
+                          ELSE terms || phraseto_tsquery('english', phrase) END;
+        END IF;
+    END LOOP;
+    RETURN terms;
 END
 $$;

@@ -1,0 +1,313 @@
+-- Writes: a record's create, change, delete and move, each with the revision row and
+-- the audit outbox row of the committed change, and what an address resolves to.
+--
+-- Every function runs as the caller (SECURITY INVOKER): row-level security decides
+-- what it sees and what it may write, as it would for plain statements; they are
+-- functions so that their plans stay cached on the connection (request statements
+-- are not prepared, db.py: a create was planned again at every call, 0.41-0.46 ms of
+-- its 1.5 ms in the database) and so that a change by path is one statement with the
+-- look-up of what its address resolves to. sql/create_record.sql,
+-- sql/create_record_unless_taken.sql, sql/change_record.sql, sql/change_record_at.sql,
+-- sql/delete_record.sql and sql/move_record.sql call them. What an outbox row may
+-- name is audit_discloses (30_audit.sql).
+--
+-- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
+-- migrations).
+
+-- The revision row and the audit outbox row of one committed create or change.
+CREATE OR REPLACE FUNCTION record_change(rec memories, p_operation text, p_request_id text,
+                                         p_uri text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    -- A personal record, or one in a private context, is named by id only and
+    -- without its source (audit_discloses, 30_audit.sql).
+    discloses constant boolean := audit_discloses(rec.workspace_id, rec.owner_id,
+                                                  rec.context_key);
+BEGIN
+    INSERT INTO revisions
+        (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
+         title, body, writer_id, source, request_id)
+    VALUES (rec.workspace_id, rec.id, rec.revision, p_operation, rec.owner_id, rec.context_key,
+            rec.kind, rec.path, rec.title, rec.body, rec.updated_by, rec.source, p_request_id);
+    INSERT INTO audit_outbox
+        (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
+    VALUES (rec.workspace_id, rec.id,
+            CASE WHEN discloses THEN p_uri ELSE 'memory://record/' || rec.id::text END,
+            p_operation, rec.revision, rec.updated_by,
+            CASE WHEN discloses THEN rec.source END, p_request_id);
+END
+$$;
+REVOKE ALL ON FUNCTION record_change(memories, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION record_change(memories, text, text, text) TO memory_runtime;
+
+-- No row back: the address was taken concurrently.
+CREATE OR REPLACE FUNCTION create_record(p_workspace_id uuid, p_owner_id uuid, p_context_key text,
+                                         p_kind text, p_path text, p_title text, p_body text,
+                                         p_principal_id uuid, p_source text, p_operation text,
+                                         p_request_id text, p_uri text)
+RETURNS TABLE (id uuid, revision integer, context_key text)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    rec memories;  -- the record created
+BEGIN
+    INSERT INTO memories
+        (workspace_id, owner_id, context_key, kind, path, title, body, revision,
+         created_by, updated_by, source)
+    VALUES (p_workspace_id, p_owner_id, p_context_key, p_kind, p_path, p_title, p_body, 1,
+            p_principal_id, p_principal_id, p_source)
+    ON CONFLICT ON CONSTRAINT memories_address DO NOTHING
+    RETURNING * INTO rec;
+    IF FOUND THEN  -- its address was not taken concurrently
+        PERFORM record_change(rec, p_operation, p_request_id, p_uri);
+        RETURN QUERY SELECT rec.id, rec.revision, rec.context_key::text;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
+                                     text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
+                                        text, text) TO memory_runtime;
+
+-- No row back: the record moved on (a conflict) or left the caller's view.
+CREATE OR REPLACE FUNCTION change_record(p_id uuid, p_expected_revision integer,
+                                         p_workspace_id uuid, p_owners uuid[],
+                                         p_contexts text[], p_kind text, p_path text,
+                                         p_title text, p_body text, p_principal_id uuid,
+                                         p_source text, p_operation text, p_request_id text,
+                                         p_uri text)
+RETURNS TABLE (id uuid, revision integer, context_key text)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    rec memories;  -- the record as changed
+BEGIN
+    UPDATE memories AS m
+    SET kind = p_kind, path = p_path, title = p_title, body = p_body,
+        revision = m.revision + 1, updated_at = now(), updated_by = p_principal_id,
+        source = p_source
+    WHERE m.id = p_id
+      AND m.revision = p_expected_revision  -- a conflict otherwise
+      AND m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+    RETURNING m.* INTO rec;
+    IF FOUND THEN  -- at the expected revision and in the caller's view
+        PERFORM record_change(rec, p_operation, p_request_id, p_uri);
+        RETURN QUERY SELECT rec.id, rec.revision, rec.context_key::text;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
+                                     uuid, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
+                                        uuid, text, text, text, text) TO memory_runtime;
+
+-- The record an address resolves to: the nearest visible one (contexts nearest
+-- first), as sql/resolve_address.sql finds it. Plain SQL, so that it is inlined into
+-- the statements that call it.
+CREATE OR REPLACE FUNCTION address_record(p_workspace_id uuid, p_owner_id uuid, p_kind text,
+                                          p_path text, p_contexts text[])
+RETURNS TABLE (id uuid, revision integer, context_key text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT m.id, m.revision, m.context_key::text
+    FROM memory.memories AS m
+    WHERE m.workspace_id = p_workspace_id
+      AND m.owner_id = p_owner_id
+      AND m.kind = p_kind
+      AND m.path = p_path
+      AND m.context_key = ANY (p_contexts)
+    ORDER BY array_position(p_contexts, m.context_key::text)
+    LIMIT 1
+$$;
+REVOKE ALL ON FUNCTION address_record(uuid, uuid, text, text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION address_record(uuid, uuid, text, text, text[]) TO memory_runtime;
+
+-- One row: the created record (created), or the revision of the record the address
+-- is taken by (not created; no id). No row: the insert met the address's unique key
+-- (created concurrently).
+CREATE OR REPLACE FUNCTION create_record_unless_taken(p_workspace_id uuid, p_owner_id uuid,
+                                                      p_contexts text[], p_context_key text,
+                                                      p_kind text, p_path text, p_title text,
+                                                      p_body text, p_principal_id uuid,
+                                                      p_source text, p_operation text,
+                                                      p_request_id text, p_uri text)
+RETURNS TABLE (id uuid, revision integer, context_key text, created boolean)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    taken integer;  -- the revision of the record the address resolves to
+BEGIN
+    SELECT a.revision INTO taken
+    FROM address_record(p_workspace_id, p_owner_id, p_kind, p_path, p_contexts) AS a;
+    IF FOUND THEN
+        RETURN QUERY SELECT NULL::uuid, taken, NULL::text, false;
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT c.id, c.revision, c.context_key, true
+        FROM create_record(p_workspace_id, p_owner_id, p_context_key, p_kind, p_path, p_title,
+                           p_body, p_principal_id, p_source, p_operation, p_request_id,
+                           p_uri) AS c;
+END
+$$;
+REVOKE ALL ON FUNCTION create_record_unless_taken(uuid, uuid, text[], text, text, text, text, text,
+                                                  uuid, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION create_record_unless_taken(uuid, uuid, text[], text, text, text, text,
+                                                     text, uuid, text, text, text, text)
+    TO memory_runtime;
+
+-- No row back: the record moved on (a conflict) or left the caller's view.
+CREATE OR REPLACE FUNCTION delete_record(p_id uuid, p_expected_revision integer,
+                                         p_workspace_id uuid, p_owners uuid[], p_contexts text[],
+                                         p_principal_id uuid, p_request_id text, p_uri text)
+RETURNS TABLE (id uuid, revision integer)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    gone memories;
+BEGIN
+    DELETE FROM memories AS m
+    WHERE m.id = p_id
+      AND m.revision = p_expected_revision
+      AND m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+    RETURNING m.* INTO gone;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    UPDATE revisions AS r SET title = NULL, body = NULL WHERE r.memory_id = gone.id;
+    INSERT INTO revisions
+        (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
+         title, body, writer_id, source, request_id)
+    VALUES (gone.workspace_id, gone.id, gone.revision + 1, 'delete', gone.owner_id,
+            gone.context_key, gone.kind, gone.path, NULL, NULL, p_principal_id, NULL,
+            p_request_id);
+    INSERT INTO audit_outbox
+        (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
+    VALUES (gone.workspace_id, gone.id,
+            CASE WHEN audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key)
+                 THEN p_uri ELSE 'memory://record/' || gone.id::text END,
+            'delete', gone.revision + 1, p_principal_id, NULL, p_request_id);
+    RETURN QUERY SELECT gone.id, gone.revision;
+END
+$$;
+REVOKE ALL ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, text, text)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, text, text)
+    TO memory_runtime;
+
+-- A replace (any operation but 'delete': title, body and source are the new ones) or
+-- a delete (they are ignored), at the expected revision, of the record p_id names (a
+-- change by record id: the code read the record first, for its kind and namespace)
+-- or else of the record the path address resolves to from p_contexts: the same
+-- revision check and change either way. No row: nothing visible there. One row:
+-- changed, with the new revision (a delete: the revision it had); or not, with the
+-- revision the record is at (a conflict), or with no revision when it moved on or
+-- left the view between the look-up and the change.
+DROP FUNCTION IF EXISTS change_record_at(uuid, uuid, text[], text, text, integer, text, text,
+                                         uuid, text, text, text, text);
+CREATE OR REPLACE FUNCTION change_record_at(p_id uuid, p_workspace_id uuid, p_owner_id uuid,
+                                            p_contexts text[], p_kind text, p_path text,
+                                            p_expected_revision integer, p_title text,
+                                            p_body text, p_principal_id uuid, p_source text,
+                                            p_operation text, p_request_id text, p_uri text)
+RETURNS TABLE (id uuid, revision integer, context_key text, changed boolean)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    found_id uuid;  -- found_*: the record the change is for
+    found_revision integer;
+    found_context text;
+    done_id uuid;  -- done_*: what the change did
+    done_revision integer;
+BEGIN
+    IF p_id IS NULL THEN
+        SELECT a.id, a.revision, a.context_key INTO found_id, found_revision, found_context
+        FROM address_record(p_workspace_id, p_owner_id, p_kind, p_path, p_contexts) AS a;
+    ELSE
+        SELECT m.id, m.revision, m.context_key INTO found_id, found_revision, found_context
+        FROM memories AS m
+        WHERE m.id = p_id
+          AND m.workspace_id = p_workspace_id
+          AND m.owner_id = p_owner_id
+          AND m.context_key = ANY (p_contexts);
+    END IF;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF found_revision <> p_expected_revision THEN
+        RETURN QUERY SELECT found_id, found_revision, found_context, false;
+        RETURN;
+    END IF;
+    IF p_operation = 'delete' THEN
+        SELECT d.id, d.revision INTO done_id, done_revision
+        FROM delete_record(found_id, p_expected_revision, p_workspace_id, ARRAY[p_owner_id],
+                           p_contexts, p_principal_id, p_request_id, p_uri) AS d;
+    ELSE
+        SELECT c.id, c.revision INTO done_id, done_revision
+        FROM change_record(found_id, p_expected_revision, p_workspace_id, ARRAY[p_owner_id],
+                           p_contexts, p_kind, p_path, p_title, p_body, p_principal_id,
+                           p_source, p_operation, p_request_id, p_uri) AS c;
+    END IF;
+    IF done_id IS NULL THEN
+        RETURN QUERY SELECT found_id, NULL::integer, found_context, false;
+    ELSE
+        RETURN QUERY SELECT done_id, done_revision, found_context, true;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION change_record_at(uuid, uuid, uuid, text[], text, text, integer, text,
+                                        text, uuid, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION change_record_at(uuid, uuid, uuid, text[], text, text, integer, text,
+                                           text, uuid, text, text, text, text) TO memory_runtime;
+
+-- One row: moved, with the new revision; or not, because the destination is taken
+-- (no id or revision). No row: the record moved on or left the caller's view.
+CREATE OR REPLACE FUNCTION move_record(p_id uuid, p_expected_revision integer,
+                                       p_workspace_id uuid, p_owners uuid[], p_contexts text[],
+                                       p_owner_id uuid, p_kind text, p_path text, p_title text,
+                                       p_body text, p_principal_id uuid, p_request_id text,
+                                       p_uri text)
+RETURNS TABLE (id uuid, revision integer, context_key text, moved boolean)
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    moved_id uuid;
+    moved_revision integer;
+    moved_context text;
+BEGIN
+    PERFORM FROM address_record(p_workspace_id, p_owner_id, p_kind, p_path, p_contexts);
+    IF FOUND THEN
+        RETURN QUERY SELECT NULL::uuid, NULL::integer, NULL::text, false;
+        RETURN;
+    END IF;
+    BEGIN
+        SELECT c.id, c.revision, c.context_key INTO moved_id, moved_revision, moved_context
+        FROM change_record(p_id, p_expected_revision, p_workspace_id, p_owners, p_contexts,
+                           p_kind, p_path, p_title, p_body, p_principal_id, NULL, 'move',
+                           p_request_id, p_uri) AS c;
+    EXCEPTION WHEN unique_violation THEN
+        -- Taken concurrently, in the record's own context: answered as taken.
+        RETURN QUERY SELECT NULL::uuid, NULL::integer, NULL::text, false;
+        RETURN;
+    END;
+    IF moved_id IS NOT NULL THEN
+        RETURN QUERY SELECT moved_id, moved_revision, moved_context, true;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION move_record(uuid, integer, uuid, uuid[], text[], uuid, text, text, text,
+                                   text, uuid, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION move_record(uuid, integer, uuid, uuid[], text[], uuid, text, text, text,
+                                      text, uuid, text, text) TO memory_runtime;
