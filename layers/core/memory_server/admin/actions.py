@@ -21,7 +21,7 @@ from psycopg import errors as pg_errors
 
 from ..caller import Caller, Deadline
 from ..data import admin as data
-from ..data.admin import AgentKeyRow, MemberRow, RegisteredRow
+from ..data.admin import AgentKeyRow, ContextRow, MemberRow
 from ..data.pool import Database, Transaction
 from ..errors import AdminError
 from ..grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
@@ -254,7 +254,7 @@ def revoke_agent_key(
 # -- contexts -------------------------------------------------------------------
 
 
-def _registered(row: RegisteredRow) -> m.RegisteredContext:
+def _registered(row: ContextRow) -> m.RegisteredContext:
     return m.RegisteredContext(
         context=row["context_key"],
         kind=row["kind"],

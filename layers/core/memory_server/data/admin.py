@@ -83,13 +83,6 @@ class ContextRow(TypedDict):
     member_ids: list[uuid.UUID]
 
 
-class RegisteredRow(TypedDict):
-    context_key: str
-    kind: Literal["channel", "dm"]
-    private: bool
-    members: list[str]
-
-
 class UsageRow(TypedDict):
     context_key: str
     records: int
@@ -274,9 +267,10 @@ def revoke_agent_key(tx: Transaction, client_id: str) -> Pending[uuid.UUID | Non
 # -- contexts ------------------------------------------------------------------------------
 
 
-def list_contexts(tx: Transaction, workspace_id: uuid.UUID) -> Pending[list[RegisteredRow]]:
-    """Registered contexts with their members' subjects, by key."""
-    return tx.query("admin_list_contexts", {"workspace_id": workspace_id}, every)
+def list_contexts(tx: Transaction, workspace_id: uuid.UUID) -> Pending[list[ContextRow]]:
+    """The registered contexts with their members, by key."""
+    params = {"workspace_id": workspace_id, "context_key": None}
+    return tx.query("admin_contexts", params, every)
 
 
 def context_usage(tx: Transaction) -> Pending[list[UsageRow]]:
@@ -287,7 +281,7 @@ def context_usage(tx: Transaction) -> Pending[list[UsageRow]]:
 def context(on: On, workspace_id: uuid.UUID, context_key: str) -> Pending[ContextRow | None]:
     """One registered context with its members; ``None``: not registered."""
     params = {"workspace_id": workspace_id, "context_key": context_key}
-    return _tx(on).query("admin_context", params, first)
+    return _tx(on).query("admin_contexts", params, first)
 
 
 def put_context(
