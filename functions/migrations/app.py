@@ -51,15 +51,17 @@ from memory_server.admin import operators
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, provision, with_role
 from memory_server.domain.errors import AdminError
+from memory_server.domain.limits import (
+    CFN_REASON_MAX_CHARS,
+    MIGRATIONS_CONNECT_TIMEOUT_S,
+    MIGRATIONS_TIMEOUT_MARGIN_S,
+)
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
 
 PHYSICAL_ID = "memory-server-schema"  # one schema per stack; stable across updates
-_REASON_LIMIT = 3000  # CloudFormation caps the whole response body at 4 KB
-_TIMEOUT_MARGIN_S = 10.0  # answer FAILED this long before Lambda would kill us
-_CONNECT_TIMEOUT_S = 20  # a paused Aurora Serverless v2 instance takes ~15 s to resume
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Sender = Callable[[str, bytes], None]
@@ -115,9 +117,9 @@ def _connect(conninfo: str, deadline: float, **kwargs: Any) -> psycopg.Connectio
     delay = 1.0
     while True:
         try:
-            return psycopg.connect(conninfo, connect_timeout=_CONNECT_TIMEOUT_S, **kwargs)
+            return psycopg.connect(conninfo, connect_timeout=MIGRATIONS_CONNECT_TIMEOUT_S, **kwargs)
         except psycopg.OperationalError:
-            if time.monotonic() + delay + _CONNECT_TIMEOUT_S > deadline:
+            if time.monotonic() + delay + MIGRATIONS_CONNECT_TIMEOUT_S > deadline:
                 raise
             logger.warning("database not reachable yet; retrying in %.0f s", delay)
             time.sleep(delay)
@@ -174,7 +176,7 @@ class Responder:
                 return
             body = {
                 "Status": status,
-                "Reason": (reason or status)[:_REASON_LIMIT],
+                "Reason": (reason or status)[:CFN_REASON_MAX_CHARS],
                 "PhysicalResourceId": self.physical_id,
                 "StackId": self.event["StackId"],
                 "RequestId": self.event["RequestId"],
@@ -208,7 +210,7 @@ def handle_custom_resource(
     # and CloudFormation would then send a Delete for the old one.
     physical_id = str(event.get("PhysicalResourceId") or PHYSICAL_ID)
     responder = Responder(event, physical_id, send)
-    budget = _remaining_s(context) - _TIMEOUT_MARGIN_S
+    budget = _remaining_s(context) - MIGRATIONS_TIMEOUT_MARGIN_S
     watchdog = threading.Timer(
         max(budget, 1.0), responder.respond, args=("FAILED", "migration timed out")
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 from memory_server.admin import operators
-from memory_server.data import statements as sql_files
+from memory_server.data.operators import workspace_has_records
 from memory_server.domain.arguments import RememberArgs, WriteArgs
 from memory_server.domain.contexts import parse_context
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
@@ -92,14 +92,9 @@ def seed(owner: psycopg.Connection[Any], aws: LocalAws, issuer: LocalIssuer, sto
             operators.register_context(
                 owner, workspace_ids[slug], key, [principals[m][0] for m in members]
             )
-    if _first_run(owner, workspace_ids["acme"]):
+    if not workspace_has_records(owner, workspace_ids["acme"]):
         _sample_memories(store, principals)
     return Demo(tokens)
-
-
-def _first_run(owner: psycopg.Connection[Any], acme: uuid.UUID) -> bool:
-    row = sql_files.one(owner, "workspace_has_records", {"workspace_id": acme})
-    return row is not None and not row["found"]
 
 
 def _sample_memories(store: Store, principals: dict[str, tuple[uuid.UUID, str]]) -> None:

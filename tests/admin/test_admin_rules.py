@@ -221,16 +221,20 @@ def test_a_failed_key_creation_leaves_no_app_client(
     ws, admin_service, directory, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     alice = ws.person("alice")
-    from memory_server.admin import actions
+    from memory_server.data import admin as admin_data
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("database fell over")
 
-    monkeypatch.setattr(actions, "_live_key", broken)
+    # Fails inside the key's transaction, after its principal is created.
+    monkeypatch.setattr(admin_data, "put_member", broken)
     before = set(directory.clients)
     with pytest.raises(RuntimeError):
         create_agent_key(admin_service, ws.slug, alice, "doomed", ["memory/read"])
     assert set(directory.clients) == before
+    monkeypatch.undo()
+    keys = call(admin_service, ws.slug, "GET", "/agent-keys", alice)
+    assert keys.status == 200 and keys.body["agent_keys"] == []  # rolled back too
 
 
 def test_agent_keys_need_a_user_pool(ws, admin_service, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -9,14 +9,13 @@ from memory_server.domain.cursors import CURSOR_TTL_S, decode_cursor, encode_cur
 from memory_server.domain.errors import ToolError
 from memory_server.domain.grants import effective_grants
 from memory_server.domain.results import Hit, ListPage, SearchResult
+from memory_server.domain.utf8 import utf8_prefix, utf8_window
 from memory_server.protocol.budget import (
     ConservativeSizer,
     fit_list,
     fit_search,
     jsonrpc_tool_result_size,
     largest_fitting,
-    utf8_prefix,
-    utf8_window,
 )
 
 

@@ -1,11 +1,12 @@
 """Workspace administration: one function per admin action, each one transaction.
 
 Every action runs as the runtime role inside the caller's request transaction
-(``Database.transaction``), so row-level security checks the admin grant again in
+(``Database.read`` or ``Database.write``), so row-level security checks the admin grant again in
 the database (migration 0003 and 0007). Every change takes the workspace's row
 lock first (changes of one workspace are serialised, which the last-admin rule
 needs) and writes its audit row in the same transaction; a request that changes
-nothing writes no audit row.
+nothing writes no audit row. The rules a change follows, and its audit row, are the
+operator path's too (:mod:`.rules`); the statements are :mod:`memory_server.data.admin`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from psycopg import errors as pg_errors
-from psycopg.types.json import Jsonb
 
 from memory_server.admin import models as m
-from memory_server.admin.errors import conflict, invalid_field, missing, unknown_identity
+from memory_server.admin import rules
+from memory_server.admin.errors import conflict, missing, unknown_identity
 from memory_server.admin.identity import AgentClients
-from memory_server.data import statements as sql_files
-from memory_server.data.pool import Connection, Database
+from memory_server.data import admin as data
+from memory_server.data.admin import AgentKeyRow, ContextRow, MemberRow
+from memory_server.data.pool import Database, Transaction
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import AdminError
@@ -31,48 +33,27 @@ from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, grants_from_sc
 from memory_server.domain.limits import ADMIN_DEADLINE_S
 from memory_server.domain.summaries import iso
 
-ADMIN_URI = "memory-admin://"
-
 
 @contextmanager
-def _reading(db: Database, caller: Caller) -> Iterator[Connection]:
+def _reading(db: Database, caller: Caller) -> Iterator[Transaction]:
     with db.read(caller, Deadline.after(ADMIN_DEADLINE_S)) as tx:
-        yield tx.conn
+        yield tx
 
 
 @contextmanager
-def _changing(db: Database, caller: Caller) -> Iterator[Connection]:
+def _changing(db: Database, caller: Caller) -> Iterator[Transaction]:
     with db.write(caller, Deadline.after(ADMIN_DEADLINE_S)) as tx:
-        sql_files.run(tx.conn, "admin_lock_workspace", {"workspace_id": caller.workspace_id})
-        yield tx.conn
+        data.lock_workspace(tx, caller.workspace_id)
+        yield tx
 
 
-def _record(
-    conn: Connection, caller: Caller, operation: str, path: str, details: dict[str, Any]
-) -> None:
-    sql_files.run(
-        conn,
-        "admin_record_event",
-        {
-            "workspace_id": caller.workspace_id,
-            "uri": ADMIN_URI + path,
-            "operation": operation,
-            "principal_id": caller.principal_id,
-            "source": "admin-api",
-            "request_id": caller.request_id,
-            "details": Jsonb(details),
-        },
-    )
-
-
-def _require_an_admin(conn: Connection, caller: Caller) -> None:
-    found = sql_files.one(conn, "admin_count_admins", {"workspace_id": caller.workspace_id})
-    if found is None or found["admins"] == 0:
+def _require_an_admin(tx: Transaction, caller: Caller) -> None:
+    if data.count_admins(tx, caller.workspace_id).get() == 0:
         # Raising rolls the change back: nobody could administer the workspace after it.
         raise conflict("the workspace must keep at least one member with the admin grant")
 
 
-def _member(row: dict[str, Any]) -> m.Member:
+def _member(row: MemberRow) -> m.Member:
     return m.Member(
         principal_id=str(row["principal_id"]),
         kind=row["kind"],
@@ -88,30 +69,16 @@ def _member(row: dict[str, Any]) -> m.Member:
 
 
 def get_memory(db: Database, caller: Caller) -> m.MemoryFeature:
-    with _reading(db, caller) as conn:
-        row = sql_files.one(conn, "admin_get_memory", {"workspace_id": caller.workspace_id})
-    assert row is not None  # the caller was just resolved as a member
-    return m.MemoryFeature(enabled=row["memory_enabled"])
+    with _reading(db, caller) as tx:
+        enabled = data.memory_enabled(tx, caller.workspace_id)
+    return m.MemoryFeature(enabled=enabled.get())
 
 
 def set_memory(db: Database, caller: Caller, body: m.MemoryFeatureIn) -> m.MemoryFeature:
-    with _changing(db, caller) as conn:
-        current = sql_files.one(conn, "admin_get_memory", {"workspace_id": caller.workspace_id})
-        assert current is not None
-        if current["memory_enabled"] == body.enabled:
-            return m.MemoryFeature(enabled=body.enabled)
-        sql_files.run(
-            conn,
-            "admin_set_memory",
-            {"workspace_id": caller.workspace_id, "enabled": body.enabled},
-        )
-        _record(
-            conn,
-            caller,
-            "memory.enable" if body.enabled else "memory.disable",
-            "memory",
-            {"enabled": body.enabled},
-        )
+    ws = caller.workspace_id
+    with _changing(db, caller) as tx:
+        enabled = data.memory_enabled(tx, ws).get()
+        rules.set_memory(tx, ws, rules.by_admin(caller), enabled, body.enabled)
     return m.MemoryFeature(enabled=body.enabled)
 
 
@@ -119,9 +86,9 @@ def set_memory(db: Database, caller: Caller, body: m.MemoryFeatureIn) -> m.Memor
 
 
 def list_members(db: Database, caller: Caller) -> m.MemberList:
-    with _reading(db, caller) as conn:
-        rows = sql_files.rows(conn, "admin_list_members", {"workspace_id": caller.workspace_id})
-    return m.MemberList(members=[_member(row) for row in rows])
+    with _reading(db, caller) as tx:
+        found = data.list_members(tx, caller.workspace_id)
+    return m.MemberList(members=[_member(row) for row in found.get()])
 
 
 def put_member(
@@ -135,70 +102,40 @@ def put_member(
     same answer, so nothing is learnt about identities outside the workspace.
     """
     ws = caller.workspace_id
-    with _changing(db, caller) as conn:
-        existing = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
+    with _changing(db, caller) as tx:
+        existing = data.member(tx, ws, subject).get()
         if existing is not None:
             principal_id, kind = existing["principal_id"], existing["kind"]
+            previous = rules.Membership(existing["grants"], existing["personal_namespace"])
         else:
-            found = sql_files.one(conn, "admin_principal", {"subject": subject})
+            found = data.joinable_principal(tx, subject).get()
             if found is None:
                 raise unknown_identity()
-            principal_id, kind = found["id"], found["kind"]
-        if kind == "person":
-            if body.personal_namespace is False:
-                raise invalid_field(
-                    "personal_namespace",
-                    "people_have_one",
-                    "people always have a personal namespace",
-                )
-            personal = True
-        elif body.personal_namespace is not None:
-            personal = body.personal_namespace
-        else:
-            personal = bool(existing["personal_namespace"]) if existing is not None else False
-        grants = sorted_grants(body.grants)
-        if (
-            existing is not None
-            and existing["grants"] == grants
-            and existing["personal_namespace"] == personal
-        ):
+            principal_id, kind, previous = found["id"], found["kind"], None
+        changed = rules.put_member(
+            tx,
+            ws,
+            rules.by_admin(caller),
+            principal_id,
+            kind,
+            previous=previous,
+            grants=sorted_grants(body.grants),
+            personal_namespace=body.personal_namespace,
+        )
+        if not changed:
+            assert existing is not None  # joining always changes something
             return _member(existing), False
-        saved = sql_files.one(
-            conn,
-            "admin_put_member",
-            {
-                "workspace_id": ws,
-                "principal_id": principal_id,
-                "grants": grants,
-                "personal_namespace": personal,
-            },
-        )
-        assert saved is not None
-        _require_an_admin(conn, caller)
-        details: dict[str, Any] = {
-            "principal_id": str(principal_id),
-            "grants": grants,
-            "personal_namespace": personal,
-        }
-        if existing is not None:
-            details["previous_grants"] = existing["grants"]
-            details["previous_personal_namespace"] = existing["personal_namespace"]
-        _record(
-            conn,
-            caller,
-            "member.change" if existing is not None else "member.add",
-            f"members/{principal_id}",
-            details,
-        )
-        row = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
-    assert row is not None
-    return _member(row), existing is None
+        _require_an_admin(tx, caller)
+        row = data.member(tx, ws, subject)
+    saved = row.get()
+    assert saved is not None
+    return _member(saved), existing is None
 
 
 def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved:
     ws = caller.workspace_id
-    with _changing(db, caller) as conn:
-        existing = sql_files.one(conn, "admin_member", {"workspace_id": ws, "subject": subject})
+    with _changing(db, caller) as tx:
+        existing = data.member(tx, ws, subject).get()
         if existing is None:
             raise missing("member")
         if existing["agent_key"]:
@@ -206,26 +143,18 @@ def remove_member(db: Database, caller: Caller, subject: str) -> m.MemberRemoved
                 "this member is an agent key: revoke it with DELETE …/admin/agent-keys/"
                 f"{subject}, which also deletes its app client"
             )
-        sql_files.run(
-            conn,
-            "admin_remove_member",
-            {"workspace_id": ws, "principal_id": existing["principal_id"]},
-        )
-        _require_an_admin(conn, caller)
-        _record(
-            conn,
-            caller,
-            "member.remove",
-            f"members/{existing['principal_id']}",
-            {"principal_id": str(existing["principal_id"]), "grants": existing["grants"]},
-        )
+        principal_id = existing["principal_id"]
+        data.remove_member(tx, ws, principal_id)
+        _require_an_admin(tx, caller)
+        event = rules.member_removed(principal_id, existing["grants"])
+        data.record_event(tx, ws, rules.by_admin(caller), event)
     return m.MemberRemoved(removed=subject)
 
 
 # -- agent keys -----------------------------------------------------------------
 
 
-def _agent_key(row: dict[str, Any]) -> dict[str, Any]:
+def _agent_key(row: AgentKeyRow) -> dict[str, Any]:
     return {
         "client_id": row["client_id"],
         "name": row["name"],
@@ -238,14 +167,13 @@ def _agent_key(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def list_agent_keys(db: Database, caller: Caller) -> m.AgentKeyList:
-    with _reading(db, caller) as conn:
-        rows = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
-    return m.AgentKeyList(agent_keys=[m.AgentKey(**_agent_key(row)) for row in rows])
+    with _reading(db, caller) as tx:
+        found = data.list_agent_keys(tx, caller.workspace_id)
+    return m.AgentKeyList(agent_keys=[m.AgentKey(**_agent_key(row)) for row in found.get()])
 
 
-def _live_key(conn: Connection, caller: Caller, client_id: str) -> dict[str, Any] | None:
-    rows = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
-    return next((row for row in rows if row["client_id"] == client_id), None)
+def _live_key(keys: list[AgentKeyRow], client_id: str) -> AgentKeyRow | None:
+    return next((row for row in keys if row["client_id"] == client_id), None)
 
 
 def create_agent_key(
@@ -272,45 +200,26 @@ def create_agent_key(
             503, "not_configured", "agent keys need the management function (MANAGEMENT_FUNCTION)"
         )
     scopes = [GRANT_SCOPES[g] for g in ALL_GRANTS if g in wanted]  # canonical order
-    with _reading(db, caller) as conn:
-        names = sql_files.rows(conn, "admin_list_agent_keys", {"workspace_id": caller.workspace_id})
-    if any(row["name"] == body.name for row in names):
+    with _reading(db, caller) as tx:
+        keys = data.list_agent_keys(tx, caller.workspace_id)
+    if any(row["name"] == body.name for row in keys.get()):
         raise conflict(f"a live agent key named {body.name!r} exists in this workspace")
     # Cognito client names allow [\w\s+=,.@-]; the slug and the key name fit.
     client_id, secret = directory.create_agent_client(f"{caller.workspace}.{body.name}", scopes)
     try:
-        with _changing(db, caller) as conn:
+        with _changing(db, caller) as tx:
             try:
-                created = sql_files.one(
-                    conn,
-                    "admin_create_agent_key",
-                    {"client_id": client_id, "name": body.name, "scopes": scopes},
-                )
+                principal_id = data.create_agent_key(tx, client_id, body.name, scopes).get()
             except pg_errors.UniqueViolation:  # the name was taken concurrently
                 raise conflict(
                     f"a live agent key named {body.name!r} exists in this workspace"
                 ) from None
-            assert created is not None
-            principal_id = created["principal_id"]
             grants = sorted_grants(grants_from_scopes(scopes))
-            sql_files.run(
-                conn,
-                "admin_put_member",
-                {
-                    "workspace_id": caller.workspace_id,
-                    "principal_id": principal_id,
-                    "grants": grants,
-                    "personal_namespace": body.personal_namespace,
-                },
-            )
-            _record(
-                conn,
-                caller,
-                "agent_key.create",
-                f"agent-keys/{client_id}",
-                {"client_id": client_id, "principal_id": str(principal_id), "scopes": scopes},
-            )
-            row = _live_key(conn, caller, client_id)
+            data.put_member(tx, caller.workspace_id, principal_id, grants, body.personal_namespace)
+            event = rules.agent_key_created(client_id, principal_id, scopes)
+            data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
+            keys = data.list_agent_keys(tx, caller.workspace_id)
+        row = _live_key(keys.get(), client_id)
     except BaseException:
         directory.delete_agent_client(client_id)
         raise
@@ -329,86 +238,24 @@ def revoke_agent_key(
     already issued stop working as soon as the membership is gone, because every
     request resolves the caller's membership afresh.
     """
-    with _reading(db, caller) as conn:
-        if _live_key(conn, caller, client_id) is None:
-            raise missing("agent key")
+    with _reading(db, caller) as tx:
+        keys = data.list_agent_keys(tx, caller.workspace_id)
+    if _live_key(keys.get(), client_id) is None:
+        raise missing("agent key")
     deleted = directory.delete_agent_client(client_id) if directory is not None else False
-    with _changing(db, caller) as conn:
-        row = sql_files.one(conn, "admin_revoke_agent_key", {"client_id": client_id})
-        if row is None or row["principal_id"] is None:
+    with _changing(db, caller) as tx:
+        principal_id = data.revoke_agent_key(tx, client_id).get()
+        if principal_id is None:
             raise missing("agent key")  # revoked concurrently
-        _record(
-            conn,
-            caller,
-            "agent_key.revoke",
-            f"agent-keys/{client_id}",
-            {"client_id": client_id, "principal_id": str(row["principal_id"])},
-        )
+        event = rules.agent_key_revoked(client_id, principal_id)
+        data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
     return m.AgentKeyRevoked(revoked=client_id, client_deleted=deleted)
 
 
 # -- contexts -------------------------------------------------------------------
 
 
-def list_contexts(db: Database, caller: Caller) -> m.ContextList:
-    with _reading(db, caller) as conn:
-        registered = sql_files.rows(
-            conn, "admin_list_contexts", {"workspace_id": caller.workspace_id}
-        )
-        usage = sql_files.rows(conn, "admin_context_usage")
-    return m.ContextList(
-        contexts=[
-            m.RegisteredContext(
-                context=row["context_key"],
-                kind=row["kind"],
-                private=row["private"],
-                members=list(row["members"]),
-            )
-            for row in registered
-        ],
-        in_use=[m.ContextUsage(context=r["context_key"], records=r["records"]) for r in usage],
-    )
-
-
-def put_context(
-    db: Database, caller: Caller, context_key: str, body: m.ContextIn
-) -> m.RegisteredContext:
-    """Register a private channel or a DM with exactly these members."""
-    registrable = m.registrable_context(context_key)
-    key, kind = registrable.key, registrable.kind
-    ws = caller.workspace_id
-    with _changing(db, caller) as conn:
-        found = sql_files.rows(
-            conn, "admin_member_ids", {"workspace_id": ws, "subjects": list(body.members)}
-        )
-        ids = {row["subject"]: row["id"] for row in found}
-        missing = [s for s in body.members if s not in ids]
-        if missing:
-            raise invalid_field(
-                "members", "workspace_members", f"not members of this workspace: {missing}"
-            )
-        members = [ids[s] for s in body.members]
-        before = sql_files.rows(conn, "admin_list_contexts", {"workspace_id": ws})
-        previous = next((row for row in before if row["context_key"] == key), None)
-        if previous is not None and sorted(previous["members"]) == sorted(body.members):
-            return _registered(previous)
-        sql_files.run(
-            conn,
-            "admin_put_context",
-            {"workspace_id": ws, "context_key": key, "kind": kind, "members": members},
-        )
-        _record(
-            conn,
-            caller,
-            "context.register",
-            f"contexts/{key}",
-            {"context": key, "members": sorted(str(i) for i in members)},
-        )
-        after = sql_files.rows(conn, "admin_list_contexts", {"workspace_id": ws})
-    return _registered(next(row for row in after if row["context_key"] == key))
-
-
-def _registered(row: dict[str, Any]) -> m.RegisteredContext:
+def _registered(row: ContextRow) -> m.RegisteredContext:
     return m.RegisteredContext(
         context=row["context_key"],
         kind=row["kind"],
@@ -417,15 +264,46 @@ def _registered(row: dict[str, Any]) -> m.RegisteredContext:
     )
 
 
+def list_contexts(db: Database, caller: Caller) -> m.ContextList:
+    with _reading(db, caller) as tx:
+        registered = data.list_contexts(tx, caller.workspace_id)
+        usage = data.context_usage(tx)
+    return m.ContextList(
+        contexts=[_registered(row) for row in registered.get()],
+        in_use=[
+            m.ContextUsage(context=r["context_key"], records=r["records"]) for r in usage.get()
+        ],
+    )
+
+
+def put_context(
+    db: Database, caller: Caller, context_key: str, body: m.ContextIn
+) -> m.RegisteredContext:
+    """Register a private channel or a DM with exactly these members."""
+    context = m.registrable_context(context_key)
+    ws = caller.workspace_id
+    with _changing(db, caller) as tx:
+        found = data.member_ids(tx, ws, list(body.members))
+        before = data.context(tx, ws, context.key)
+        members = rules.member_ids(body.members, found.get())
+        previous = before.get()
+        actor = rules.by_admin(caller)
+        if not rules.register_context(tx, ws, actor, context, previous, members):
+            assert previous is not None
+            return _registered(previous)
+        after = data.context(tx, ws, context.key)
+    registered = after.get()
+    assert registered is not None
+    return _registered(registered)
+
+
 def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextRemoved:
     key = m.registrable_context(context_key).key
-    with _changing(db, caller) as conn:
-        gone = sql_files.one(
-            conn, "admin_remove_context", {"workspace_id": caller.workspace_id, "context_key": key}
-        )
-        if gone is None:
+    with _changing(db, caller) as tx:
+        if not data.remove_context(tx, caller.workspace_id, key).get():
             raise missing("registered context")
-        _record(conn, caller, "context.unregister", f"contexts/{key}", {"context": key})
+        event = rules.context_unregistered(key)
+        data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
     return m.ContextRemoved(removed=key)
 
 
@@ -436,16 +314,10 @@ _NIL = uuid.UUID(int=0)
 
 def audit_page(db: Database, caller: Caller, params: m.AuditQuery) -> m.AuditPage:
     """Newest first; ``next_cursor`` continues below the last event shown."""
-    with _reading(db, caller) as conn:
-        rows = sql_files.rows(
-            conn,
-            "admin_audit_page",
-            {
-                "workspace_id": caller.workspace_id,
-                "before": int(params.cursor) if params.cursor else None,
-                "limit": params.limit + 1,
-            },
-        )
+    before = int(params.cursor) if params.cursor else None
+    with _reading(db, caller) as tx:
+        page = data.audit_page(tx, caller.workspace_id, before=before, limit=params.limit + 1)
+    rows = page.get()
     events = [
         m.AuditEvent(
             id=row["id"],

@@ -34,8 +34,9 @@ Rules, the same for every caller:
 - ``register_context`` registers a private channel or a DM with exactly the given
   members, who must be members of the workspace (as through the admin API).
 
-Statements are the ``sql/operator_*.sql`` files (and the ``admin_*`` ones where the
-change is the admin API's own), run through :mod:`memory_server.data.statements`.
+The rules they share with the admin API (memberships, contexts, the memory feature,
+the audit rows) are :mod:`.rules`; the statements are :mod:`memory_server.data.operators`
+(and :mod:`memory_server.data.admin` where the change is the admin API's own).
 """
 
 from __future__ import annotations
@@ -46,15 +47,18 @@ import secrets
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
+from memory_server.admin import rules
 from memory_server.admin.errors import conflict, invalid_field
 from memory_server.admin.identity import Directory
 from memory_server.admin.models import SUBJECT_PATTERN, registrable_context
-from memory_server.data.statements import Row, one, rows, run
+from memory_server.admin.rules import OPERATOR as OPERATOR
+from memory_server.data import admin as admin_data
+from memory_server.data import operators as data
+from memory_server.data.operators import Kind as Kind
 from memory_server.domain.errors import AdminError
 from memory_server.domain.grants import ALL_GRANTS, lacks_read, sorted_grants
 from memory_server.domain.summaries import iso
@@ -62,8 +66,6 @@ from memory_server.gateway.events import SLUG_PATTERN
 
 logger = logging.getLogger(__name__)
 
-OPERATOR = uuid.UUID(int=0)  # the actor of operator changes in audit rows
-Kind = Literal["person", "service"]
 _SLUG_RULE = "lowercase letters, digits and '-', starting with a letter or digit, ≤ 63"
 
 
@@ -129,28 +131,6 @@ class PersonErased(Report):
 # -- shared steps (each inside the caller's transaction) ----------------------------
 
 
-def _audit(
-    owner: psycopg.Connection[Any],
-    workspace_id: uuid.UUID,
-    operation: str,
-    path: str,
-    details: dict[str, Any],
-) -> None:
-    run(
-        owner,
-        "admin_record_event",
-        {
-            "workspace_id": workspace_id,
-            "uri": "memory-admin://" + path,
-            "operation": operation,
-            "principal_id": OPERATOR,
-            "source": "operator",
-            "request_id": f"operator-{uuid.uuid4()}",
-            "details": Jsonb(details),
-        },
-    )
-
-
 def _check_slug(slug: str) -> None:
     if not re.match(SLUG_PATTERN, slug):
         raise invalid_field("slug", "string_pattern_mismatch", _SLUG_RULE)
@@ -177,35 +157,32 @@ def _check_grants(grants: Iterable[str]) -> list[str]:
     return ordered
 
 
-def _lock_workspace(owner: psycopg.Connection[Any], workspace_id: uuid.UUID) -> Row:
+def _lock_workspace(owner: psycopg.Connection[Any], workspace_id: uuid.UUID) -> bool:
     """The workspace's row lock: changes of one workspace are serialised, as through
-    the admin API."""
-    found = one(owner, "admin_lock_workspace", {"workspace_id": workspace_id})
-    if found is None:
+    the admin API. Whether its memory feature is on."""
+    enabled = admin_data.lock_workspace(owner, workspace_id).get()
+    if enabled is None:
         raise AdminError(404, "not_found", f"no workspace with id {workspace_id}")
-    return found
+    return enabled
 
 
-def _new_workspace(owner: psycopg.Connection[Any], slug: str, memory_enabled: bool) -> Row | None:
+def _new_workspace(
+    owner: psycopg.Connection[Any], slug: str, memory_enabled: bool
+) -> uuid.UUID | None:
     """Create the workspace and audit it; None when the slug is taken."""
-    made = one(owner, "operator_create_workspace", {"slug": slug, "memory_enabled": memory_enabled})
-    if made is not None:
-        _audit(
-            owner,
-            made["id"],
-            "workspace.create",
-            "workspace",
-            {"slug": slug, "memory_enabled": memory_enabled},
-        )
-    return made
+    made = data.create_workspace(owner, slug, memory_enabled)
+    if made is None:
+        return None
+    event = rules.workspace_created(slug, memory_enabled)
+    admin_data.record_event(owner, made["id"], rules.by_operator(), event)
+    return made["id"]
 
 
-def _principal(owner: psycopg.Connection[Any], kind: Kind, subject: str, handle: str) -> Row:
-    found = one(owner, "operator_principal", {"kind": kind, "subject": subject, "handle": handle})
-    assert found is not None  # created or found: the statement always answers
+def _principal(owner: psycopg.Connection[Any], kind: Kind, subject: str, handle: str) -> uuid.UUID:
+    found = data.principal(owner, kind, subject, handle)
     if found["kind"] != kind or found["workspace_id"] is not None or found["revoked_at"]:
         raise conflict("that subject is another kind of identity, an agent key or revoked")
-    return found
+    return found["id"]
 
 
 def _put_member(
@@ -216,52 +193,24 @@ def _put_member(
     personal_namespace: bool | None,
 ) -> bool:
     """Add or change a member (the workspace is locked); False when already so."""
-    row = one(
-        owner, "operator_membership", {"workspace_id": workspace_id, "principal_id": principal_id}
-    )
+    row = data.membership(owner, workspace_id, principal_id)
     if row is None:
         raise invalid_field("principal_id", "known_principal", "no such principal")
     if row["revoked_at"] is not None or row["workspace_id"] not in (None, workspace_id):
         raise conflict("a revoked agent key, or one bound to another workspace")
-    existing = row["grants"] is not None
-    if row["kind"] == "person":
-        if personal_namespace is False:
-            raise invalid_field(
-                "personal_namespace", "people_have_one", "people always have a personal namespace"
-            )
-        personal = True
-    elif personal_namespace is not None:
-        personal = personal_namespace
-    else:
-        personal = bool(row["personal_namespace"]) if existing else False
-    if existing and row["grants"] == grants and row["personal_namespace"] == personal:
-        return False
-    run(
-        owner,
-        "admin_put_member",
-        {
-            "workspace_id": workspace_id,
-            "principal_id": principal_id,
-            "grants": grants,
-            "personal_namespace": personal,
-        },
-    )
-    details: dict[str, Any] = {
-        "principal_id": str(principal_id),
-        "grants": grants,
-        "personal_namespace": personal,
-    }
-    if existing:
-        details["previous_grants"] = row["grants"]
-        details["previous_personal_namespace"] = row["personal_namespace"]
-    _audit(
+    previous = None
+    if row["grants"] is not None:
+        previous = rules.Membership(row["grants"], bool(row["personal_namespace"]))
+    return rules.put_member(
         owner,
         workspace_id,
-        "member.change" if existing else "member.add",
-        f"members/{principal_id}",
-        details,
+        rules.by_operator(),
+        principal_id,
+        row["kind"],
+        previous=previous,
+        grants=grants,
+        personal_namespace=personal_namespace,
     )
-    return True
 
 
 # -- workspaces -------------------------------------------------------------------
@@ -284,13 +233,13 @@ def create_workspace(
         if made is None:
             raise conflict(f"a workspace {slug!r} exists")
         admin = _principal(owner, admin_kind, admin_subject, admin_handle)
-        _lock_workspace(owner, made["id"])
-        _put_member(owner, made["id"], admin["id"], _check_grants(ALL_GRANTS), None)
+        _lock_workspace(owner, made)
+        _put_member(owner, made, admin, _check_grants(ALL_GRANTS), None)
     return WorkspaceCreated(
-        id=str(made["id"]),
+        id=str(made),
         slug=slug,
         memory_enabled=memory_enabled,
-        admin_principal_id=str(admin["id"]),
+        admin_principal_id=str(admin),
         admin_subject=admin_subject,
     )
 
@@ -303,17 +252,15 @@ def ensure_workspace(
     _check_slug(slug)
     with owner.transaction():
         made = _new_workspace(owner, slug, memory_enabled)
-        if made is not None:
-            return uuid.UUID(str(made["id"]))
-        return workspace_id(owner, slug)
+        return made if made is not None else workspace_id(owner, slug)
 
 
 def workspace_id(owner: psycopg.Connection[Any], slug: str) -> uuid.UUID:
     """The id of the workspace ``slug`` (404 when there is none)."""
-    found = one(owner, "operator_find_workspace", {"slug": slug})
+    found = data.find_workspace(owner, slug)
     if found is None:
         raise AdminError(404, "not_found", f"no workspace {slug!r}")
-    return uuid.UUID(str(found["id"]))
+    return found
 
 
 def set_memory_enabled(
@@ -322,22 +269,12 @@ def set_memory_enabled(
     """Turn the workspace's memory feature on or off; False when it already was."""
     with owner.transaction():
         current = _lock_workspace(owner, workspace_id)
-        if current["memory_enabled"] == enabled:
-            return False
-        run(owner, "admin_set_memory", {"workspace_id": workspace_id, "enabled": enabled})
-        _audit(
-            owner,
-            workspace_id,
-            "memory.enable" if enabled else "memory.disable",
-            "memory",
-            {"enabled": enabled},
-        )
-    return True
+        return rules.set_memory(owner, workspace_id, rules.by_operator(), current, enabled)
 
 
 def list_workspaces(owner: psycopg.Connection[Any]) -> list[WorkspaceSummary]:
     with owner.transaction():
-        found = rows(owner, "operator_list_workspaces")
+        found = data.list_workspaces(owner)
     return [
         WorkspaceSummary(
             id=str(row["id"]),
@@ -363,10 +300,10 @@ def delete_workspace(
     and is listed as not deleted for the operator to remove.
     """
     with owner.transaction():
-        found = one(owner, "operator_workspace", {"slug": slug})
+        found = data.doomed_workspace(owner, slug)
         if found is None:
             raise AdminError(404, "not_found", f"no workspace {slug!r}")
-        run(owner, "operator_delete_workspace", {"workspace_id": found["id"]})
+        data.delete_workspace(owner, found["id"])
     deleted: list[str] = []
     if directory is not None:
         for client_id in found["agent_clients"]:
@@ -399,8 +336,7 @@ def ensure_principal(
     made a member, which is audited there."""
     _check_identity(subject, handle)
     with owner.transaction():
-        found = _principal(owner, kind, subject, handle)
-    return uuid.UUID(str(found["id"]))
+        return _principal(owner, kind, subject, handle)
 
 
 def set_membership(
@@ -428,14 +364,7 @@ def member_ids(
 ) -> list[uuid.UUID]:
     """Principal ids of members named by subject, in the order given."""
     wanted = list(subjects)
-    found = rows(owner, "admin_member_ids", {"workspace_id": workspace_id, "subjects": wanted})
-    ids = {row["subject"]: uuid.UUID(str(row["id"])) for row in found}
-    missing = [subject for subject in wanted if subject not in ids]
-    if missing:
-        raise invalid_field(
-            "members", "workspace_members", f"not members of this workspace: {missing}"
-        )
-    return [ids[subject] for subject in wanted]
+    return rules.member_ids(wanted, admin_data.member_ids(owner, workspace_id, wanted).get())
 
 
 def register_context(
@@ -450,42 +379,12 @@ def register_context(
     ids = list(dict.fromkeys(members))  # each once, in the order given
     with owner.transaction():
         _lock_workspace(owner, workspace_id)
-        strangers = rows(
-            owner, "operator_non_members", {"workspace_id": workspace_id, "members": ids}
-        )
+        strangers = data.non_members(owner, workspace_id, ids)
         if strangers:
-            names = [str(row["id"]) for row in strangers]
-            raise invalid_field(
-                "members", "workspace_members", f"not members of this workspace: {names}"
-            )
-        before = one(
-            owner, "operator_context", {"workspace_id": workspace_id, "context_key": context.key}
-        )
-        wanted = sorted(str(i) for i in ids)
-        if (
-            before is not None
-            and before["private"]
-            and sorted(map(str, before["members"])) == wanted
-        ):
-            return False
-        run(
-            owner,
-            "admin_put_context",
-            {
-                "workspace_id": workspace_id,
-                "context_key": context.key,
-                "kind": context.kind,
-                "members": ids,
-            },
-        )
-        _audit(
-            owner,
-            workspace_id,
-            "context.register",
-            f"contexts/{context.key}",
-            {"context": context.key, "members": wanted},
-        )
-    return True
+            raise rules.not_members([str(i) for i in strangers])
+        before = admin_data.context(owner, workspace_id, context.key).get()
+        actor = rules.by_operator()
+        return rules.register_context(owner, workspace_id, actor, context, before, ids)
 
 
 # -- erasure and agent keys --------------------------------------------------------
@@ -506,40 +405,23 @@ def erase_person(
     pseudonym.
     """
     with owner.transaction():
-        person = one(owner, "operator_person", {"subject": subject})
+        person = data.person(owner, subject)
         if person is None:
             raise AdminError(404, "not_found", "no person with that subject")
         # Their changes in flight finish first (and are purged below); changes that
         # start now wait, then find no membership (memory.lock_membership).
-        run(owner, "operator_lock_person", {"principal_id": person["id"]})
+        data.lock_person(owner, person["id"])
         tag = secrets.token_hex(4)
-        pseudonym = one(
-            owner,
-            "operator_create_pseudonym",
-            {"subject": f"erased:{uuid.uuid4()}", "handle": f"erased-{tag}"},
-        )
-        assert pseudonym is not None
-        ids = {
-            "principal_id": person["id"],
-            "pseudonym_id": pseudonym["id"],
-            "principal_text": str(person["id"]),
-            "pseudonym_text": str(pseudonym["id"]),
-        }
-        personal = one(owner, "operator_erase_personal", ids)
-        identity = one(owner, "operator_erase_identity", ids)
-        assert personal is not None and identity is not None
-        run(owner, "operator_delete_principal", ids)
+        pseudonym = data.create_pseudonym(owner, f"erased:{uuid.uuid4()}", f"erased-{tag}")
+        personal = data.erase_personal(owner, person["id"], pseudonym)
+        identity = data.erase_identity(owner, person["id"], pseudonym)
+        data.delete_principal(owner, person["id"])
         for workspace in person["workspace_ids"]:
-            _audit(
-                owner,
-                workspace,
-                "person.erase",
-                f"members/{pseudonym['id']}",
-                {"principal_id": str(pseudonym["id"])},
-            )
+            event = rules.person_erased(pseudonym)
+            admin_data.record_event(owner, workspace, rules.by_operator(), event)
     outcome = directory.sign_out_and_disable(subject) if directory is not None else {}
     return PersonErased(
-        pseudonym_id=str(pseudonym["id"]),
+        pseudonym_id=str(pseudonym),
         pseudonym=f"erased-{tag}",
         workspaces=list(person["workspaces"]),
         memberships_removed=len(person["workspace_ids"]),
@@ -552,21 +434,15 @@ def erase_person(
 def live_agent_keys(owner: psycopg.Connection[Any]) -> list[tuple[str, str]]:
     """(workspace slug, client id) of every live agent key."""
     with owner.transaction():
-        found = rows(owner, "operator_live_agent_keys")
-    return [(row["slug"], row["client_id"]) for row in found]
+        return data.live_agent_keys(owner)
 
 
 def retire_agent_key(owner: psycopg.Connection[Any], client_id: str, reason: str) -> bool:
     """Revoke a key whose app client no longer exists; False if it was not live."""
     with owner.transaction():
-        row = one(owner, "operator_retire_agent_key", {"client_id": client_id})
-        if row is None:
+        retired = data.retire_agent_key(owner, client_id)
+        if retired is None:
             return False
-        _audit(
-            owner,
-            row["workspace_id"],
-            "agent_key.revoke",
-            f"agent-keys/{client_id}",
-            {"client_id": client_id, "principal_id": str(row["id"]), "reason": reason},
-        )
+        event = rules.agent_key_revoked(client_id, retired["id"], reason=reason)
+        admin_data.record_event(owner, retired["workspace_id"], rules.by_operator(), event)
     return True

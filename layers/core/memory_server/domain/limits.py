@@ -38,6 +38,11 @@ AFTER_RESPONSE_BATCH = 50  # waiting invocations the local worker runs together 
 AFTER_RESPONSE_LINGER_S = 0.2  # how long the local worker lets a batch gather
 EXTENSION_DEADLINE_RESERVE_S = 0.5  # the extension stops waiting this before the deadline
 
+# -- The migrations function (a CloudFormation custom resource) -------------------------
+CFN_REASON_MAX_CHARS = 3000  # CloudFormation caps the whole response body at 4 KB
+MIGRATIONS_TIMEOUT_MARGIN_S = 10.0  # answer FAILED this long before Lambda would kill it
+MIGRATIONS_CONNECT_TIMEOUT_S = 20  # a paused Aurora Serverless v2 instance takes ~15 s to resume
+
 # -- Response budgets (bytes are counted on the serialized JSON-RPC response) ---------
 RESPONSE_MAX_BYTES = 8192
 SEARCH_MAX_HITS = 8

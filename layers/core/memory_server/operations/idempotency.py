@@ -4,7 +4,9 @@ It absorbs concurrent duplicates and replays a stored response without touching 
 database, but only after the checks a first call passes (``check_remember``), and
 only to the same caller in the same listening context. The guarantee itself stays in
 PostgreSQL (the key and result commit with the change), so if DynamoDB fails the
-call goes straight to the database and still cannot merge twice.
+call goes straight to the database and still cannot merge twice. Why both layers,
+what each does when the other fails, and what each costs:
+docs/store.md#why-memory_remember-has-two-idempotency-layers.
 """
 
 from __future__ import annotations

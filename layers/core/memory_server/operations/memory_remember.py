@@ -4,6 +4,10 @@ The key is claimed, the merge applied and its result stored in one transaction, 
 the key's primary key: a concurrent duplicate waits for the first to commit and then
 replays its result; a retry after a lost response replays it too. A fact already in
 the record is not added twice (``merged: false``, no new revision).
+
+This key is the guarantee; the DynamoDB layer in front of it (``idempotency.py``) only
+makes duplicates cheap. Why both, and what each does when the other fails:
+docs/store.md#why-memory_remember-has-two-idempotency-layers.
 """
 
 from __future__ import annotations
