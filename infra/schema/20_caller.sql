@@ -5,8 +5,8 @@
 -- Most of these run as the owner (SECURITY DEFINER): the runtime role cannot read
 -- principals or memberships outside what its policies allow, and these answer only
 -- the narrow question they are asked. Several are PL/pgSQL although one statement
--- would do: requests send plain statements, not prepared ones (db.py), and a
--- SECURITY DEFINER SQL function is planned again at every call, while PL/pgSQL keeps
+-- would do: requests send plain statements, not prepared ones (memory_server.data.pool),
+-- and a SECURITY DEFINER SQL function is planned again at every call, while PL/pgSQL keeps
 -- its plans on the connection (measured: resolve_caller 0.47-0.53 ms as SQL,
 -- 0.10-0.12 ms as PL/pgSQL).
 --

@@ -4,11 +4,11 @@
 -- Every function runs as the caller (SECURITY INVOKER): row-level security decides
 -- what it sees and what it may write, as it would for plain statements; they are
 -- functions so that their plans stay cached on the connection (request statements
--- are not prepared, db.py: a create was planned again at every call, 0.41-0.46 ms of
--- its 1.5 ms in the database) and so that a change by path is one statement with the
--- look-up of what its address resolves to. sql/create_record.sql,
--- sql/create_record_unless_taken.sql, sql/change_record.sql, sql/change_record_at.sql,
--- sql/delete_record.sql and sql/move_record.sql call them. What an outbox row may
+-- are not prepared, memory_server.data.pool: a create was planned again at every call,
+-- 0.41-0.46 ms of its 1.5 ms in the database) and so that a change is one statement
+-- with the look-up of the record it is for. The statements create_record,
+-- create_record_unless_taken, change_record, change_record_at and move_record (under
+-- layers/core/memory_server/data/sql/) call them. What an outbox row may
 -- name is audit_discloses (30_audit.sql).
 --
 -- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
@@ -108,8 +108,9 @@ GRANT EXECUTE ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], tex
                                         uuid, text, text, text, text) TO memory_runtime;
 
 -- The record an address resolves to: the nearest visible one (contexts nearest
--- first), as sql/resolve_address.sql finds it. Plain SQL, so that it is inlined into
--- the statements that call it.
+-- first). The one definition of it: a read by path (sql/resolve_address.sql) and every
+-- change by path call it. Plain SQL, so that it is inlined into the statements that
+-- call it.
 CREATE OR REPLACE FUNCTION address_record(p_workspace_id uuid, p_owner_id uuid, p_kind text,
                                           p_path text, p_contexts text[])
 RETURNS TABLE (id uuid, revision integer, context_key text)

@@ -134,7 +134,7 @@ class DevStack:
             database=DATABASE,
         )
         owner_url, runtime_url = roles.owner_url, roles.runtime_url
-        self._say(f"schema ready ({len(roles.applied)} migrations applied now)")
+        self._say(f"schema ready ({len(roles.applied)} migration and schema files applied now)")
 
         self._say("starting AWS emulation (Cognito, DynamoDB, EventBridge)")
         # Moto in its own process: in this one it would compete with the handler for

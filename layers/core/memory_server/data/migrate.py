@@ -25,7 +25,7 @@ lock, then finds them applied.
 
 Besides these files, this module runs named statements from ``sql/`` (through
 :mod:`.sql_files`), the role and grant statements composed below, and the few
-statements of the schema files' ledger (``_SCHEMA_FILES_*``).
+statements of the schema files' ledger (``migrate_schema_*``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import tuple_row
 
 from memory_server.data import statements as sql_files
 from memory_server.domain import limits
@@ -263,7 +262,7 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
         sql_files.run(owner, "migrate_lock", {"lock_id": _LOCK_ID})
         sql_files.run(owner, "migrate_search_path")
         sql_files.run(owner, "migrate_create_ledger")
-        owner.execute(_SCHEMA_FILES_LEDGER)
+        sql_files.run(owner, "migrate_schema_files_ledger")
         done = {row["name"]: row["checksum"] for row in sql_files.rows(owner, "migrate_applied")}
         _refuse_unknown_history(done, migrations, directory)
         for migration in migrations:
@@ -316,22 +315,6 @@ def _refuse_unknown_history(
 
 # The schema files' ledger. Created here like schema_migrations (the migrator's own
 # table, not the service's); its statements take no identifiers from outside.
-_SCHEMA_FILES_LEDGER = b"""
-CREATE TABLE IF NOT EXISTS schema_files (
-    name text PRIMARY KEY,
-    checksum text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)"""
-_SCHEMA_FILES_APPLIED = b"SELECT name, checksum FROM schema_files"
-_SCHEMA_FILES_RECORD = b"""
-INSERT INTO schema_files (name, checksum) VALUES (%(name)s, %(checksum)s)
-ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()"""
-_SCHEMA_FILES_FORGET = b"DELETE FROM schema_files WHERE NOT name = ANY (%(names)s)"
-_SCHEMA_FUNCTIONS = b"""
-SELECT p.proname AS name, count(*) AS overloads
-FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
-WHERE n.nspname = 'memory'
-GROUP BY p.proname"""
 
 
 def _apply_schema_files(
@@ -349,17 +332,19 @@ def _apply_schema_files(
     changes nothing reads the ledger and applies nothing (4-8 ms). The search index is
     made again only when a function of its expression changed, whichever files run.
     """
-    ledger = owner.cursor(row_factory=tuple_row).execute(_SCHEMA_FILES_APPLIED)
-    applied = {name: checksum for name, checksum in ledger}
+    ledger = sql_files.rows(owner, "migrate_schema_files_applied")
+    applied = {row["name"]: row["checksum"] for row in ledger}
     wanted = {f.name: f.checksum for f in files}
     if applied == wanted and not changed_tables:
         return []
     for schema_file in files:
         _apply(owner, schema_file)
-        owner.execute(
-            _SCHEMA_FILES_RECORD, {"name": schema_file.name, "checksum": schema_file.checksum}
+        sql_files.run(
+            owner,
+            "migrate_schema_file_record",
+            {"name": schema_file.name, "checksum": schema_file.checksum},
         )
-    owner.execute(_SCHEMA_FILES_FORGET, {"names": list(wanted)})
+    sql_files.run(owner, "migrate_schema_files_forget", {"names": list(wanted)})
     _refuse_stale_functions(owner, files)
     return [f.name for f in files]
 
@@ -372,8 +357,10 @@ def _refuse_stale_functions(owner: psycopg.Connection, files: list[Migration]) -
     for schema_file in files:
         for name in _DEFINED_FUNCTION.findall(schema_file.text):
             defined[name] = defined.get(name, 0) + 1
-    functions = owner.cursor(row_factory=tuple_row).execute(_SCHEMA_FUNCTIONS)
-    stale = sorted(name for name, overloads in functions if overloads > defined.get(name, 0))
+    functions = sql_files.rows(owner, "migrate_schema_functions")
+    stale = sorted(
+        row["name"] for row in functions if row["overloads"] > defined.get(row["name"], 0)
+    )
     if stale:
         raise MigrationError(
             f"functions no schema file defines (any more, or with these arguments): {stale}; "

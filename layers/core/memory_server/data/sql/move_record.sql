@@ -1,7 +1,7 @@
 -- Move a visible record at the expected revision to a new path, unless the
 -- destination already resolves to a record the caller can see from the listening
--- context, in one statement with cached plans (memory.move_record, migration 0020;
--- the rows are written by memory.change_record, 0017). No row back: the record moved
+-- context, in one statement with cached plans (memory.move_record,
+-- infra/schema/40_writes.sql; the rows are written by memory.change_record). No row back: the record moved
 -- on or left the caller's view. A row not moved: the destination is taken.
 SELECT id, revision, context_key, moved
 FROM memory.move_record(%(id)s, %(expected_revision)s, %(workspace_id)s, %(owners)s,
