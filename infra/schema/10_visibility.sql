@@ -46,6 +46,25 @@ CREATE OR REPLACE FUNCTION can_delete(ws uuid, owner uuid, ctx text) RETURNS boo
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN can_write(ws, owner, ctx) AND 'delete' = ANY (setting_array('app.grants'));
 
+-- The first wall: the records a request statement's own parameters allow (the
+-- caller's workspace, visible owners and visible contexts), stated once for every
+-- statement that reads memories; row-level security (can_see) applies the same view
+-- again from the settings. Plain SQL without settings of its own, so that the planner
+-- inlines it and the indexes on (workspace_id, owner_id, ...) serve as before.
+CREATE OR REPLACE FUNCTION records_in_view(p_workspace_id uuid, p_owners uuid[],
+                                           p_contexts text[])
+RETURNS SETOF memory.memories
+LANGUAGE sql STABLE
+AS $$
+    SELECT *
+    FROM memory.memories AS m
+    WHERE m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+$$;
+REVOKE ALL ON FUNCTION records_in_view(uuid, uuid[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION records_in_view(uuid, uuid[], text[]) TO memory_runtime;
+
 CREATE OR REPLACE FUNCTION in_workspace(ws uuid) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN ws = setting_uuid('app.workspace_id');

@@ -7,11 +7,8 @@ FROM unnest(%(range_owners)s::uuid[], %(range_kinds)s::text[],
             %(range_lows)s::text[], %(range_highs)s::text[]) AS r (owner_id, kind, low, high)
 CROSS JOIN LATERAL (
     SELECT DISTINCT m.path
-    FROM memory.memories AS m
-    WHERE m.workspace_id = %(workspace_id)s
-      AND m.owner_id = ANY (%(owners)s)
-      AND m.owner_id = r.owner_id
-      AND m.context_key = ANY (%(contexts)s)
+    FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
+    WHERE m.owner_id = r.owner_id
       AND m.kind = r.kind
       AND m.path >= r.low AND m.path < r.high
       AND (NOT %(skill_folders)s OR m.path ~ '^[^/]+/SKILL\.md$')

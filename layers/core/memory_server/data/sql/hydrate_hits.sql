@@ -5,8 +5,5 @@ SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title,
        ts_headline('english', left(m.body, %(source_chars)s),
                    memory.search_excerpt_query(%(words)s, %(phrases)s),
                    %(headline_options)s) AS excerpt
-FROM memory.memories AS m
+FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
 WHERE m.id = ANY (%(ids)s)
-  AND m.workspace_id = %(workspace_id)s
-  AND m.owner_id = ANY (%(owners)s)
-  AND m.context_key = ANY (%(contexts)s)

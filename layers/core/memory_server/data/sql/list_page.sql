@@ -1,10 +1,7 @@
 -- One page of the caller's view, in (kind, path, context, id) order, after a cursor.
 SELECT m.id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision, m.updated_at
-FROM memory.memories AS m
-WHERE m.workspace_id = %(workspace_id)s
-  AND m.owner_id = ANY (%(owners)s)
-  AND m.context_key = ANY (%(contexts)s)
-  AND (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
+FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
+WHERE (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
   AND m.path >= %(path_low)s AND m.path < %(path_high)s
   AND (m.kind, m.path, m.context_key, m.id)
       > (%(after_kind)s::text, %(after_path)s::text, %(after_context)s::text, %(after_id)s::uuid)

@@ -1,4 +1,8 @@
 -- Lock a visible record for a read-modify-write (remember) and read its latest state.
+-- The view's predicate is written out on the table itself, not through
+-- memory.records_in_view: with FOR UPDATE through that sub-select, remembers racing on
+-- one record found it gone after waiting for its lock and ran out of retries
+-- (tests/integration/test_concurrent_writes.py).
 SELECT m.body, m.revision
 FROM memory.memories AS m
 WHERE m.id = %(id)s

@@ -3,10 +3,8 @@ SELECT r.memory_id AS id, r.workspace_id, r.owner_id, r.context_key, r.kind, r.p
        r.body, r.revision, r.operation, r.created_at, r.source,
        memory.principal_handle(r.writer_id) AS writer
 FROM memory.revisions AS r
-JOIN memory.memories AS m ON m.id = r.memory_id
+JOIN memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
+  ON m.id = r.memory_id
 WHERE r.memory_id = %(id)s
   AND r.revision = %(revision)s
   AND r.body IS NOT NULL
-  AND m.workspace_id = %(workspace_id)s
-  AND m.owner_id = ANY (%(owners)s)
-  AND m.context_key = ANY (%(contexts)s)

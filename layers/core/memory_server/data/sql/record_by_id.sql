@@ -3,8 +3,5 @@ SELECT m.id, m.workspace_id, m.owner_id, m.context_key, m.kind, m.path, m.title,
        m.revision, m.created_at, m.updated_at, m.source,
        memory.principal_handle(m.created_by) AS created_by,
        memory.principal_handle(m.updated_by) AS updated_by
-FROM memory.memories AS m
+FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
 WHERE m.id = %(id)s
-  AND m.workspace_id = %(workspace_id)s
-  AND m.owner_id = ANY (%(owners)s)
-  AND m.context_key = ANY (%(contexts)s)

@@ -4,11 +4,8 @@
 SELECT DISTINCT ON (m.path, m.owner_id)
        m.id, m.owner_id, m.context_key, m.path, m.title, m.revision,
        left(m.body, least(%(head_chars)s, strpos(substr(m.body, 4), E'\n---') + 7)) AS head
-FROM memory.memories AS m
-WHERE m.workspace_id = %(workspace_id)s
-  AND m.owner_id = ANY (%(owners)s)
-  AND m.context_key = ANY (%(contexts)s)
-  AND m.kind = 'skills'
+FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
+WHERE m.kind = 'skills'
   AND m.path ~ '^[^/]+/SKILL\.md$'
   AND m.path >= %(after_path)s
   AND (m.path, m.owner_id) > (%(after_path)s::text, %(after_owner)s::uuid)
