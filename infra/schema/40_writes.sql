@@ -111,12 +111,14 @@ GRANT EXECUTE ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], tex
 -- first). The one definition of it: a read by path (sql/resolve_address.sql) and every
 -- change by path call it. Plain SQL, so that it is inlined into the statements that
 -- call it.
+-- Its result type was (id, revision, context_key) before it became the whole row.
+DROP FUNCTION IF EXISTS address_record(uuid, uuid, text, text, text[]);
 CREATE OR REPLACE FUNCTION address_record(p_workspace_id uuid, p_owner_id uuid, p_kind text,
                                           p_path text, p_contexts text[])
-RETURNS TABLE (id uuid, revision integer, context_key text)
+RETURNS SETOF memory.memories
 LANGUAGE sql STABLE
 AS $$
-    SELECT m.id, m.revision, m.context_key::text
+    SELECT m.*
     FROM memory.memories AS m
     WHERE m.workspace_id = p_workspace_id
       AND m.owner_id = p_owner_id

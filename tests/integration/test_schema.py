@@ -145,6 +145,9 @@ DELIBERATE = {
     "text,text,text): not in the recorded catalog": (
         "a replace or a delete by record id runs the same statement as one by path"
     ),
+    "functions address_record(uuid,uuid,text,text,text[]): differs in body, result": (
+        "the whole row: a read by path selects from it too, so an address resolves in one place"
+    ),
     "functions records_in_view(uuid,uuid[],text[]): not in the recorded catalog": (
         "the first wall's predicate, stated once for the request statements that read records"
     ),

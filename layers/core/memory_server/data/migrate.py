@@ -24,7 +24,7 @@ A failing file raises ``MigrationError`` naming it, and the whole run rolls back
 lock, then finds them applied.
 
 Besides these files, this module runs named statements from ``sql/`` (through
-:mod:`.sql_files`), the role and grant statements composed below, and the few
+:mod:`.statements`), the role and grant statements composed below, and the few
 statements of the schema files' ledger (``migrate_schema_*``).
 """
 
