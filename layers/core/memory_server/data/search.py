@@ -19,6 +19,14 @@ from memory_server.data.statements import Row
 from memory_server.domain.caller import Caller
 from memory_server.domain.limits import SEARCH_EXCERPT_SOURCE_CHARS, SEARCH_EXCERPT_WORDS
 
+# ts_headline's options for an excerpt: plain text (no markers), the word bounds of
+# limits, at most two fragments. Made once per process, not per search.
+_HEADLINE_OPTIONS = (
+    'StartSel="", StopSel="", '
+    f"MaxWords={SEARCH_EXCERPT_WORDS[1]}, MinWords={SEARCH_EXCERPT_WORDS[0]}, "
+    'MaxFragments=2, FragmentDelimiter=" … "'
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Terms:
@@ -94,9 +102,5 @@ def hydrate_params(
         "phrases": terms.phrases,
         "ids": ids,
         "source_chars": SEARCH_EXCERPT_SOURCE_CHARS,
-        "headline_options": (
-            'StartSel="", StopSel="", '
-            f"MaxWords={SEARCH_EXCERPT_WORDS[1]}, MinWords={SEARCH_EXCERPT_WORDS[0]}, "
-            'MaxFragments=2, FragmentDelimiter=" … "'
-        ),
+        "headline_options": _HEADLINE_OPTIONS,
     }
