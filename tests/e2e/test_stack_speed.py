@@ -24,6 +24,7 @@ WINDOW = 100
 # The defect this guards against made the last writes 2-4x slower than the first; a
 # loaded 2-core machine alone has moved the medians by up to 1.55x.
 MAX_RATIO = 2.0
+RETRIES = 2  # further windows of writes measured when the last one was slow
 
 
 @pytest.fixture
@@ -64,20 +65,26 @@ def test_2000_writes_do_not_get_slower(stack: Any, client: Any, owner_db: Any) -
         )
         ids.append(made["id"])
 
-    counter = iter(range(WRITES))
+    counter = iter(range(WRITES + RETRIES * WINDOW))
     stack.aws.set_audit_tap(False)
     try:
         samples = durations_ms(lambda: write(next(counter)), WRITES)
+        first, last = statistics.median(samples[:WINDOW]), statistics.median(samples[-WINDOW:])
+        # A burst of load from elsewhere on the machine can slow one window; a store
+        # that slows with its history stays slow in the next hundred writes too.
+        for _ in range(RETRIES):
+            if last / first < MAX_RATIO:
+                break
+            last = min(last, statistics.median(durations_ms(lambda: write(next(counter)), WINDOW)))
         assert stack.wait_published()
     finally:
         stack.aws.set_audit_tap(True)
-    first, last = statistics.median(samples[:WINDOW]), statistics.median(samples[-WINDOW:])
     ratio = last / first
     assert ratio < MAX_RATIO, f"first {first:.1f} ms, last {last:.1f} ms: x{ratio:.2f}"
-    assert len(set(ids)) == WRITES
+    assert len(set(ids)) == len(ids) >= WRITES
     unpublished = owner_db.execute(
         "SELECT count(*) FROM memory.audit_outbox "
         "WHERE memory_id = ANY(%s::uuid[]) AND published_at IS NULL",
         (ids,),
     ).fetchone()[0]
-    assert unpublished == 0, f"{unpublished} of {WRITES} events not published"
+    assert unpublished == 0, f"{unpublished} of {len(ids)} events not published"

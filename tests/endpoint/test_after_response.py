@@ -449,11 +449,12 @@ def test_waiting_changes_of_one_caller_are_published_together(world: Any, databa
     service = service_with(database, sink, worker)
     release = threading.Event()
     with service.after_response.invocation("blocker"):
-        service.after_response.submit(lambda: release.wait(5))
+        # Held until all six are queued, however slow the machine (set below).
+        service.after_response.submit(lambda: release.wait(120))
     for i in range(6):
         service.invoke(write_call(slug, sub, f"memory://workspace/notes/b{i}.md"))
     release.set()
-    assert worker.wait_idle(10)
+    assert worker.wait_idle(30)
     assert sink.calls == 1 and len(sink.entries) == 6
     assert all(published for _, published in outbox(world.owner, slug))
 
