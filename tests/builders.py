@@ -36,6 +36,8 @@ ALL_TOOLS = {
     "memory_delete",
     "memory_remember",
     "memory_move",
+    "memory_brief",
+    "memory_scopes",
 }
 
 

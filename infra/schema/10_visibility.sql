@@ -46,11 +46,30 @@ CREATE OR REPLACE FUNCTION can_delete(ws uuid, owner uuid, ctx text) RETURNS boo
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN can_write(ws, owner, ctx) AND 'delete' = ANY (setting_array('app.grants'));
 
+-- Is a record with this expiry still there? From its expires_at on, a record is
+-- outside every view, for every statement and every role but the owner's (the
+-- sweeper then purges it: memory.expire_records).
+CREATE OR REPLACE FUNCTION is_live(expires timestamptz) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN expires IS NULL OR expires > now();
+
+-- Has this record expired (and not been purged yet)? For the revisions policy, whose
+-- rows do not carry the record's expiry; definer rights, since the caller's own view
+-- of memories no longer shows an expired record.
+CREATE OR REPLACE FUNCTION record_expired(p_id uuid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM memories AS m WHERE m.id = p_id AND NOT is_live(m.expires_at))
+$$;
+REVOKE ALL ON FUNCTION record_expired(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION record_expired(uuid) TO memory_runtime;
+
 -- The first wall: the records a request statement's own parameters allow (the
--- caller's workspace, visible owners and visible contexts), stated once for every
--- statement that reads memories; row-level security (can_see) applies the same view
--- again from the settings. Plain SQL without settings of its own, so that the planner
--- inlines it and the indexes on (workspace_id, owner_id, ...) serve as before.
+-- caller's workspace, visible owners and visible contexts, records not expired),
+-- stated once for every statement that reads memories; row-level security (can_see,
+-- is_live) applies the same view again from the settings. Plain SQL without settings
+-- of its own, so that the planner inlines it and the indexes on
+-- (workspace_id, owner_id, ...) serve as before.
 CREATE OR REPLACE FUNCTION records_in_view(p_workspace_id uuid, p_owners uuid[],
                                            p_contexts text[])
 RETURNS SETOF memory.memories
@@ -61,6 +80,7 @@ AS $$
     WHERE m.workspace_id = p_workspace_id
       AND m.owner_id = ANY (p_owners)
       AND m.context_key = ANY (p_contexts)
+      AND memory.is_live(m.expires_at)
 $$;
 REVOKE ALL ON FUNCTION records_in_view(uuid, uuid[], text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION records_in_view(uuid, uuid[], text[]) TO memory_runtime;
@@ -110,24 +130,26 @@ END
 $$;
 
 -- memories: the visibility predicate, and the write/delete predicates; every row a
--- request writes names the caller as its writer.
+-- request writes names the caller as its writer. An expired record is in no view.
 CREATE POLICY runtime_select ON memories FOR SELECT TO memory_runtime
-    USING (can_see(workspace_id, owner_id, context_key));
+    USING (can_see(workspace_id, owner_id, context_key) AND is_live(expires_at));
 CREATE POLICY runtime_insert ON memories FOR INSERT TO memory_runtime
     WITH CHECK (can_write(workspace_id, owner_id, context_key)
                 AND created_by = setting_uuid('app.principal_id')
                 AND updated_by = setting_uuid('app.principal_id'));
 CREATE POLICY runtime_update ON memories FOR UPDATE TO memory_runtime
-    USING (can_see(workspace_id, owner_id, context_key)
+    USING (can_see(workspace_id, owner_id, context_key) AND is_live(expires_at)
            AND can_write(workspace_id, owner_id, context_key))
     WITH CHECK (can_write(workspace_id, owner_id, context_key)
                 AND updated_by = setting_uuid('app.principal_id'));
 CREATE POLICY runtime_delete ON memories FOR DELETE TO memory_runtime
-    USING (can_see(workspace_id, owner_id, context_key) AND can_delete(workspace_id, owner_id, context_key));
+    USING (can_see(workspace_id, owner_id, context_key) AND is_live(expires_at)
+           AND can_delete(workspace_id, owner_id, context_key));
 
 -- revisions: append-only; a delete may only purge bodies of a record it may delete.
+-- The revisions of an expired record are out of view with it.
 CREATE POLICY runtime_select ON revisions FOR SELECT TO memory_runtime
-    USING (can_see(workspace_id, owner_id, context_key));
+    USING (can_see(workspace_id, owner_id, context_key) AND NOT record_expired(memory_id));
 CREATE POLICY runtime_insert ON revisions FOR INSERT TO memory_runtime
     WITH CHECK (can_write(workspace_id, owner_id, context_key)
                 AND writer_id = setting_uuid('app.principal_id'));

@@ -42,11 +42,15 @@ $$;
 REVOKE ALL ON FUNCTION record_change(memories, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION record_change(memories, text, text, text) TO memory_runtime;
 
--- No row back: the address was taken concurrently.
+-- No row back: the address was taken concurrently. An expired record still holding
+-- the address (not purged yet) is purged first: its path is free from its expiry on.
+DROP FUNCTION IF EXISTS create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
+                                      text, text);
 CREATE OR REPLACE FUNCTION create_record(p_workspace_id uuid, p_owner_id uuid, p_context_key text,
                                          p_kind text, p_path text, p_title text, p_body text,
                                          p_principal_id uuid, p_source text, p_operation text,
-                                         p_request_id text, p_uri text)
+                                         p_request_id text, p_uri text, p_expires_at timestamptz,
+                                         p_pinned boolean)
 RETURNS TABLE (id uuid, revision integer, context_key text)
 LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
 AS $$
@@ -54,31 +58,42 @@ AS $$
 DECLARE
     rec memories;  -- the record created
 BEGIN
-    INSERT INTO memories
-        (workspace_id, owner_id, context_key, kind, path, title, body, revision,
-         created_by, updated_by, source)
-    VALUES (p_workspace_id, p_owner_id, p_context_key, p_kind, p_path, p_title, p_body, 1,
-            p_principal_id, p_principal_id, p_source)
-    ON CONFLICT ON CONSTRAINT memories_address DO NOTHING
-    RETURNING * INTO rec;
-    IF FOUND THEN  -- its address was not taken concurrently
-        PERFORM record_change(rec, p_operation, p_request_id, p_uri);
-        RETURN QUERY SELECT rec.id, rec.revision, rec.context_key::text;
-    END IF;
+    FOR attempt IN 1..2 LOOP
+        INSERT INTO memories
+            (workspace_id, owner_id, context_key, kind, path, title, body, revision,
+             created_by, updated_by, source, expires_at, pinned)
+        VALUES (p_workspace_id, p_owner_id, p_context_key, p_kind, p_path, p_title, p_body, 1,
+                p_principal_id, p_principal_id, p_source, p_expires_at,
+                coalesce(p_pinned, false))
+        ON CONFLICT ON CONSTRAINT memories_address DO NOTHING
+        RETURNING * INTO rec;
+        IF FOUND THEN  -- its address was not taken concurrently
+            PERFORM record_change(rec, p_operation, p_request_id, p_uri);
+            RETURN QUERY SELECT rec.id, rec.revision, rec.context_key::text;
+            RETURN;
+        END IF;
+        EXIT WHEN attempt = 2
+             OR NOT expire_address(p_workspace_id, p_owner_id, p_context_key, p_kind, p_path);
+    END LOOP;
 END
 $$;
 REVOKE ALL ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
-                                     text, text) FROM PUBLIC;
+                                     text, text, timestamptz, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
-                                        text, text) TO memory_runtime;
+                                        text, text, timestamptz, boolean) TO memory_runtime;
 
--- No row back: the record moved on (a conflict) or left the caller's view.
+-- No row back: the record moved on (a conflict) or left the caller's view. Expiry:
+-- with p_keep_expiry the record's stays, else it becomes p_expires_at (NULL: never).
+-- Pinned: NULL leaves it.
+DROP FUNCTION IF EXISTS change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
+                                      uuid, text, text, text, text);
 CREATE OR REPLACE FUNCTION change_record(p_id uuid, p_expected_revision integer,
                                          p_workspace_id uuid, p_owners uuid[],
                                          p_contexts text[], p_kind text, p_path text,
                                          p_title text, p_body text, p_principal_id uuid,
                                          p_source text, p_operation text, p_request_id text,
-                                         p_uri text)
+                                         p_uri text, p_expires_at timestamptz,
+                                         p_keep_expiry boolean, p_pinned boolean)
 RETURNS TABLE (id uuid, revision integer, context_key text)
 LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
 AS $$
@@ -89,12 +104,15 @@ BEGIN
     UPDATE memories AS m
     SET kind = p_kind, path = p_path, title = p_title, body = p_body,
         revision = m.revision + 1, updated_at = now(), updated_by = p_principal_id,
-        source = p_source
+        source = p_source,
+        expires_at = CASE WHEN p_keep_expiry THEN m.expires_at ELSE p_expires_at END,
+        pinned = coalesce(p_pinned, m.pinned)
     WHERE m.id = p_id
       AND m.revision = p_expected_revision  -- a conflict otherwise
       AND m.workspace_id = p_workspace_id
       AND m.owner_id = ANY (p_owners)
       AND m.context_key = ANY (p_contexts)
+      AND is_live(m.expires_at)
     RETURNING m.* INTO rec;
     IF FOUND THEN  -- at the expected revision and in the caller's view
         PERFORM record_change(rec, p_operation, p_request_id, p_uri);
@@ -103,9 +121,11 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
-                                     uuid, text, text, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
-                                        uuid, text, text, text, text) TO memory_runtime;
+                                     uuid, text, text, text, text, timestamptz, boolean, boolean)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION change_record(uuid, integer, uuid, uuid[], text[], text, text, text,
+                                        text, uuid, text, text, text, text, timestamptz, boolean,
+                                        boolean) TO memory_runtime;
 
 -- The record an address resolves to: the nearest visible one (contexts nearest
 -- first). The one definition of it: a read by path (sql/resolve_address.sql) and every
@@ -125,6 +145,7 @@ AS $$
       AND m.kind = p_kind
       AND m.path = p_path
       AND m.context_key = ANY (p_contexts)
+      AND memory.is_live(m.expires_at)
     ORDER BY array_position(p_contexts, m.context_key::text)
     LIMIT 1
 $$;
@@ -134,12 +155,16 @@ GRANT EXECUTE ON FUNCTION address_record(uuid, uuid, text, text, text[]) TO memo
 -- One row: the created record (created), or the revision of the record the address
 -- is taken by (not created; no id). No row: the insert met the address's unique key
 -- (created concurrently).
+DROP FUNCTION IF EXISTS create_record_unless_taken(uuid, uuid, text[], text, text, text, text,
+                                                   text, uuid, text, text, text, text);
 CREATE OR REPLACE FUNCTION create_record_unless_taken(p_workspace_id uuid, p_owner_id uuid,
                                                       p_contexts text[], p_context_key text,
                                                       p_kind text, p_path text, p_title text,
                                                       p_body text, p_principal_id uuid,
                                                       p_source text, p_operation text,
-                                                      p_request_id text, p_uri text)
+                                                      p_request_id text, p_uri text,
+                                                      p_expires_at timestamptz,
+                                                      p_pinned boolean)
 RETURNS TABLE (id uuid, revision integer, context_key text, created boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
 AS $$
@@ -157,14 +182,43 @@ BEGIN
         SELECT c.id, c.revision, c.context_key, true
         FROM create_record(p_workspace_id, p_owner_id, p_context_key, p_kind, p_path, p_title,
                            p_body, p_principal_id, p_source, p_operation, p_request_id,
-                           p_uri) AS c;
+                           p_uri, p_expires_at, p_pinned) AS c;
 END
 $$;
 REVOKE ALL ON FUNCTION create_record_unless_taken(uuid, uuid, text[], text, text, text, text, text,
-                                                  uuid, text, text, text, text) FROM PUBLIC;
+                                                  uuid, text, text, text, text, timestamptz,
+                                                  boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION create_record_unless_taken(uuid, uuid, text[], text, text, text, text,
-                                                     text, uuid, text, text, text, text)
-    TO memory_runtime;
+                                                     text, uuid, text, text, text, text,
+                                                     timestamptz, boolean) TO memory_runtime;
+
+-- What every purge leaves of a record that is gone (deleted, or expired): no content
+-- in any revision, a tombstone revision with the operation and its writer (the nil
+-- UUID: the server itself), and the audit outbox row. Runs with the rights of its
+-- caller: delete_record's (row-level security: the delete grant) or the sweeper's.
+CREATE OR REPLACE FUNCTION purge_record(gone memories, p_operation text, p_writer_id uuid,
+                                        p_request_id text, p_uri text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+BEGIN
+    UPDATE revisions AS r SET title = NULL, body = NULL WHERE r.memory_id = gone.id;
+    INSERT INTO revisions
+        (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
+         title, body, writer_id, source, request_id)
+    VALUES (gone.workspace_id, gone.id, gone.revision + 1, p_operation, gone.owner_id,
+            gone.context_key, gone.kind, gone.path, NULL, NULL, p_writer_id, NULL,
+            p_request_id);
+    INSERT INTO audit_outbox
+        (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
+    VALUES (gone.workspace_id, gone.id,
+            CASE WHEN audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key)
+                 THEN p_uri ELSE 'memory://record/' || gone.id::text END,
+            p_operation, gone.revision + 1, p_writer_id, NULL, p_request_id);
+END
+$$;
+REVOKE ALL ON FUNCTION purge_record(memories, text, uuid, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION purge_record(memories, text, uuid, text, text) TO memory_runtime;
 
 -- No row back: the record moved on (a conflict) or left the caller's view.
 CREATE OR REPLACE FUNCTION delete_record(p_id uuid, p_expected_revision integer,
@@ -183,23 +237,12 @@ BEGIN
       AND m.workspace_id = p_workspace_id
       AND m.owner_id = ANY (p_owners)
       AND m.context_key = ANY (p_contexts)
+      AND is_live(m.expires_at)
     RETURNING m.* INTO gone;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    UPDATE revisions AS r SET title = NULL, body = NULL WHERE r.memory_id = gone.id;
-    INSERT INTO revisions
-        (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
-         title, body, writer_id, source, request_id)
-    VALUES (gone.workspace_id, gone.id, gone.revision + 1, 'delete', gone.owner_id,
-            gone.context_key, gone.kind, gone.path, NULL, NULL, p_principal_id, NULL,
-            p_request_id);
-    INSERT INTO audit_outbox
-        (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-    VALUES (gone.workspace_id, gone.id,
-            CASE WHEN audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key)
-                 THEN p_uri ELSE 'memory://record/' || gone.id::text END,
-            'delete', gone.revision + 1, p_principal_id, NULL, p_request_id);
+    PERFORM purge_record(gone, 'delete', p_principal_id, p_request_id, p_uri);
     RETURN QUERY SELECT gone.id, gone.revision;
 END
 $$;
@@ -208,6 +251,75 @@ REVOKE ALL ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, 
 GRANT EXECUTE ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, text, text)
     TO memory_runtime;
 
+-- The address of an expired record as the audit trail names it: a shared record by
+-- its workspace path (audit_discloses still decides), a personal one by id.
+CREATE OR REPLACE FUNCTION expired_uri(gone memories) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN CASE WHEN gone.owner_id = '00000000-0000-0000-0000-000000000000'
+            THEN 'memory://workspace/' || gone.kind || '/' || gone.path
+            ELSE 'memory://record/' || gone.id::text END;
+
+-- The sweeper's purge: up to p_limit expired records, oldest expiry first, each
+-- purged like a delete with operation 'expire' (a record locked by a change in
+-- flight is left for the next run). Returns how many were purged.
+CREATE OR REPLACE FUNCTION expire_records(p_limit integer) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    gone memories;
+    purged integer := 0;
+BEGIN
+    FOR gone IN
+        DELETE FROM memories AS m
+        WHERE m.id IN (SELECT e.id FROM memories AS e
+                       WHERE e.expires_at <= now()
+                       ORDER BY e.expires_at
+                       LIMIT p_limit
+                       FOR UPDATE SKIP LOCKED)
+          AND m.expires_at <= now()
+        RETURNING m.*
+    LOOP
+        PERFORM purge_record(gone, 'expire', '00000000-0000-0000-0000-000000000000', NULL,
+                             expired_uri(gone));
+        purged := purged + 1;
+    END LOOP;
+    RETURN purged;
+END
+$$;
+REVOKE ALL ON FUNCTION expire_records(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION expire_records(integer) TO memory_auditor;
+
+-- A create or a move met an address's unique key: if the record holding it has
+-- expired, purge it now (as the sweeper would) so that the address is free, and say
+-- so. Only in the request's workspace, and only where the request may write: it
+-- answers nothing about any other address.
+CREATE OR REPLACE FUNCTION expire_address(p_workspace_id uuid, p_owner_id uuid,
+                                          p_context_key text, p_kind text, p_path text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    gone memories;
+BEGIN
+    IF NOT can_write(p_workspace_id, p_owner_id, p_context_key) THEN
+        RETURN false;
+    END IF;
+    DELETE FROM memories AS m
+    WHERE m.workspace_id = p_workspace_id AND m.owner_id = p_owner_id AND m.kind = p_kind
+      AND m.path = p_path AND m.context_key = p_context_key
+      AND m.expires_at <= now()
+    RETURNING m.* INTO gone;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM purge_record(gone, 'expire', '00000000-0000-0000-0000-000000000000', NULL,
+                         expired_uri(gone));
+    RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION expire_address(uuid, uuid, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION expire_address(uuid, uuid, text, text, text) TO memory_runtime;
+
 -- A replace (any operation but 'delete': title, body and source are the new ones) or
 -- a delete (they are ignored), at the expected revision, of the record p_id names (a
 -- change by record id: the code read the record first, for its kind and namespace)
@@ -215,14 +327,16 @@ GRANT EXECUTE ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uui
 -- revision check and change either way. No row: nothing visible there. One row:
 -- changed, with the new revision (a delete: the revision it had); or not, with the
 -- revision the record is at (a conflict), or with no revision when it moved on or
--- left the view between the look-up and the change.
-DROP FUNCTION IF EXISTS change_record_at(uuid, uuid, text[], text, text, integer, text, text,
-                                         uuid, text, text, text, text);
+-- left the view between the look-up and the change. Expiry and pin as change_record.
+DROP FUNCTION IF EXISTS change_record_at(uuid, uuid, uuid, text[], text, text, integer, text,
+                                         text, uuid, text, text, text, text);
 CREATE OR REPLACE FUNCTION change_record_at(p_id uuid, p_workspace_id uuid, p_owner_id uuid,
                                             p_contexts text[], p_kind text, p_path text,
                                             p_expected_revision integer, p_title text,
                                             p_body text, p_principal_id uuid, p_source text,
-                                            p_operation text, p_request_id text, p_uri text)
+                                            p_operation text, p_request_id text, p_uri text,
+                                            p_expires_at timestamptz, p_keep_expiry boolean,
+                                            p_pinned boolean)
 RETURNS TABLE (id uuid, revision integer, context_key text, changed boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
 AS $$
@@ -243,7 +357,8 @@ BEGIN
         WHERE m.id = p_id
           AND m.workspace_id = p_workspace_id
           AND m.owner_id = p_owner_id
-          AND m.context_key = ANY (p_contexts);
+          AND m.context_key = ANY (p_contexts)
+          AND is_live(m.expires_at);
     END IF;
     IF NOT FOUND THEN
         RETURN;
@@ -260,7 +375,8 @@ BEGIN
         SELECT c.id, c.revision INTO done_id, done_revision
         FROM change_record(found_id, p_expected_revision, p_workspace_id, ARRAY[p_owner_id],
                            p_contexts, p_kind, p_path, p_title, p_body, p_principal_id,
-                           p_source, p_operation, p_request_id, p_uri) AS c;
+                           p_source, p_operation, p_request_id, p_uri, p_expires_at,
+                           p_keep_expiry, p_pinned) AS c;
     END IF;
     IF done_id IS NULL THEN
         RETURN QUERY SELECT found_id, NULL::integer, found_context, false;
@@ -270,12 +386,16 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION change_record_at(uuid, uuid, uuid, text[], text, text, integer, text,
-                                        text, uuid, text, text, text, text) FROM PUBLIC;
+                                        text, uuid, text, text, text, text, timestamptz, boolean,
+                                        boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION change_record_at(uuid, uuid, uuid, text[], text, text, integer, text,
-                                           text, uuid, text, text, text, text) TO memory_runtime;
+                                           text, uuid, text, text, text, text, timestamptz,
+                                           boolean, boolean) TO memory_runtime;
 
 -- One row: moved, with the new revision; or not, because the destination is taken
--- (no id or revision). No row: the record moved on or left the caller's view.
+-- (no id or revision). No row: the record moved on or left the caller's view. The
+-- record keeps its expiry and pin. A destination held by an expired record that is
+-- not purged yet is free: that record is purged first.
 CREATE OR REPLACE FUNCTION move_record(p_id uuid, p_expected_revision integer,
                                        p_workspace_id uuid, p_owners uuid[], p_contexts text[],
                                        p_owner_id uuid, p_kind text, p_path text, p_title text,
@@ -295,16 +415,25 @@ BEGIN
         RETURN QUERY SELECT NULL::uuid, NULL::integer, NULL::text, false;
         RETURN;
     END IF;
-    BEGIN
-        SELECT c.id, c.revision, c.context_key INTO moved_id, moved_revision, moved_context
-        FROM change_record(p_id, p_expected_revision, p_workspace_id, p_owners, p_contexts,
-                           p_kind, p_path, p_title, p_body, p_principal_id, NULL, 'move',
-                           p_request_id, p_uri) AS c;
-    EXCEPTION WHEN unique_violation THEN
-        -- Taken concurrently, in the record's own context: answered as taken.
-        RETURN QUERY SELECT NULL::uuid, NULL::integer, NULL::text, false;
-        RETURN;
-    END;
+    FOR attempt IN 1..2 LOOP
+        BEGIN
+            SELECT c.id, c.revision, c.context_key INTO moved_id, moved_revision, moved_context
+            FROM change_record(p_id, p_expected_revision, p_workspace_id, p_owners, p_contexts,
+                               p_kind, p_path, p_title, p_body, p_principal_id, NULL, 'move',
+                               p_request_id, p_uri, NULL, true, NULL) AS c;
+            EXIT;
+        EXCEPTION WHEN unique_violation THEN
+            -- Taken in the record's own context: by an expired record (purged, then
+            -- moved again), or concurrently (answered as taken).
+            SELECT m.context_key INTO moved_context FROM memories AS m WHERE m.id = p_id;
+            IF attempt = 2
+               OR NOT expire_address(p_workspace_id, p_owner_id, moved_context, p_kind, p_path)
+            THEN
+                RETURN QUERY SELECT NULL::uuid, NULL::integer, NULL::text, false;
+                RETURN;
+            END IF;
+        END;
+    END LOOP;
     IF moved_id IS NOT NULL THEN
         RETURN QUERY SELECT moved_id, moved_revision, moved_context, true;
     END IF;

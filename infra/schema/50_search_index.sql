@@ -155,17 +155,21 @@ BEGIN
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.search_vector = OLD.search_vector AND NEW.path = OLD.path
        AND NEW.kind = OLD.kind AND NEW.updated_at = OLD.updated_at
+       AND NEW.expires_at IS NOT DISTINCT FROM OLD.expires_at
        AND NEW.owner_id = OLD.owner_id AND NEW.context_key = OLD.context_key THEN
         RETURN NULL;
     END IF;
     INSERT INTO search_documents AS d
-        (memory_id, workspace_id, owner_id, context_key, kind, updated_at, length, terms)
+        (memory_id, workspace_id, owner_id, context_key, kind, updated_at, expires_at, length,
+         terms)
     VALUES (NEW.id, NEW.workspace_id, NEW.owner_id, NEW.context_key, NEW.kind, NEW.updated_at,
+            NEW.expires_at,
             search_length(search_terms(NEW.search_vector, NEW.path)),
             search_terms(NEW.search_vector, NEW.path))
     ON CONFLICT (memory_id) DO UPDATE
         SET owner_id = EXCLUDED.owner_id, context_key = EXCLUDED.context_key,
             kind = EXCLUDED.kind, updated_at = EXCLUDED.updated_at,
+            expires_at = EXCLUDED.expires_at,
             length = EXCLUDED.length, terms = EXCLUDED.terms;
     RETURN NULL;
 END

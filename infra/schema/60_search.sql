@@ -213,6 +213,7 @@ AS $$
               d.terms, d.length) @@ p_probe
       AND d.workspace_id = p_workspace AND d.owner_id = ANY (p_owners)
       AND d.context_key = ANY (p_contexts) AND d.kind = ANY (p_kinds)
+      AND (d.expires_at IS NULL OR d.expires_at > p_now)  -- memory.is_live, at p_now
       AND (p_filter IS NULL OR d.terms @@ p_filter)
       AND (p_excluded IS NULL OR NOT d.terms @@ p_excluded)
 $$;

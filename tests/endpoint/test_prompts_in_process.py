@@ -26,7 +26,8 @@ def write(ws, who, uri: str, content: str, context: str = "workspace") -> None: 
 
 
 def names(body: dict[str, Any]) -> list[str]:
-    return [prompt["name"] for prompt in body["result"]["prompts"]]
+    """The skills listed (the briefing, which leads a first page, left out)."""
+    return [p["name"] for p in body["result"]["prompts"] if p["name"] != "memory-briefing"]
 
 
 def listed(service, ws, who, context: str | None = None, cursor: str | None = None):  # type: ignore[no-untyped-def]
@@ -52,12 +53,13 @@ def test_prompts_are_the_skills_in_the_callers_view(service, world) -> None:  # 
     status, body = listed(service, ws, alice)
     assert status == 200 and names(body) == ["deploy", "me/mine"]
     result = body["result"]
-    assert result["prompts"][0] == {"name": "deploy", "description": "Ship it"}
+    assert result["prompts"][0]["name"] == "memory-briefing"
+    assert result["prompts"][1] == {"name": "deploy", "description": "Ship it"}
     assert (result["ttlMs"], result["cacheScope"]) == (60_000, "private")
     assert result["_meta"]["trust"] == "recorded-data" and "nextCursor" not in result
     _, in_eng = listed(service, ws, alice, context=eng)
     assert names(in_eng) == ["deploy", "me/mine", "ops"]
-    assert in_eng["result"]["prompts"][0]["description"] == "Eng's way"  # nearest context
+    assert in_eng["result"]["prompts"][1]["description"] == "Eng's way"  # nearest context
     _, for_bob = listed(service, ws, bob)
     assert names(for_bob) == ["deploy"]
 
@@ -97,7 +99,7 @@ def test_prompt_get_serves_the_body_as_recorded_data_with_declared_arguments(  #
     )
     write(ws, alice, "memory://workspace/skills/release/SKILL.md", content)
     _, body = listed(service, ws, alice)
-    assert body["result"]["prompts"] == [
+    assert body["result"]["prompts"][1:] == [
         {
             "name": "release",
             "description": "Draft the notes",

@@ -108,12 +108,16 @@ def test_tools_list_follows_grants(service, world) -> None:  # type: ignore[no-u
         "memory_list",
         "memory_read",
         "memory_search",
+        "memory_brief",
+        "memory_scopes",
     }
     _, readonly = modern_call(service, ws, alice, "tools/list", {}, scopes=["memory/read"])
     assert {t["name"] for t in readonly["result"]["tools"]} == {
         "memory_list",
         "memory_read",
         "memory_search",
+        "memory_brief",
+        "memory_scopes",
     }
     status, denied = modern_call(
         service,

@@ -3,7 +3,8 @@
 
 ``tests/integration/test_schema.py`` compares a database built from the baseline and
 the current-state files with ``catalog.json``, the catalog recorded from a database
-built the way it was before (every migration from 0001 to 0020). After a deliberate
+built the way it was before (first every migration from 0001 to 0020, before they were
+folded into the baseline; since then, the schema after its last reviewed change). After a deliberate
 change to the schema, record the catalog again and review the difference:
 
     PYTHONPATH=layers/core:cli:local:. python -m tests.integration.schema_catalog

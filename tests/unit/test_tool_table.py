@@ -63,12 +63,15 @@ def test_every_definition_is_closed_and_annotated() -> None:
 @pytest.mark.parametrize(
     ("grants", "visible"),
     [
-        ({"read"}, {"memory_list", "memory_read", "memory_search"}),
-        ({"write:personal"}, {"memory_write", "memory_remember", "memory_move"}),
-        ({"delete"}, set()),  # delete needs a write grant too
+        (
+            {"read"},
+            {"memory_list", "memory_read", "memory_search", "memory_brief", "memory_scopes"},
+        ),
+        ({"write:personal"}, {"memory_write", "memory_remember", "memory_move", "memory_scopes"}),
+        ({"delete"}, {"memory_scopes"}),  # delete needs a write grant too; scopes any grant
         (
             {"delete", "write:shared"},
-            {"memory_write", "memory_remember", "memory_move", "memory_delete"},
+            {"memory_write", "memory_remember", "memory_move", "memory_delete", "memory_scopes"},
         ),
     ],
 )

@@ -1,5 +1,6 @@
 """The audit outbox: a request's rows published after its response, and the sweeper's
-batches. Every change wrote its outbox row in its own transaction."""
+batches (its purge of expired records too, which writes their outbox rows). Every
+change wrote its outbox row in its own transaction."""
 
 from __future__ import annotations
 
@@ -59,3 +60,10 @@ def claim_unpublished(
 
 def mark_swept(auditor: psycopg.Connection[Any], ids: list[int]) -> None:
     statements.run(auditor, "sweep_mark_published", {"ids": ids})
+
+
+def purge_expired(auditor: psycopg.Connection[Any], *, limit: int) -> int:
+    """Purge up to ``limit`` expired records like deletes (operation ``expire``), in
+    one transaction; how many were purged."""
+    row = statements.one(auditor, "sweep_expired", {"limit": limit})
+    return int(row["purged"]) if row else 0

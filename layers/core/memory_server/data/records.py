@@ -18,7 +18,7 @@ from memory_server.data.statements import Row, every, first
 from memory_server.domain.addresses import IdAddress, RecordAddress
 from memory_server.domain.caller import Caller
 
-Operation = Literal["create", "replace", "merge", "move", "delete"]
+Operation = Literal["create", "replace", "merge", "supersede", "move", "delete"]
 
 
 class Placed(TypedDict):
@@ -37,6 +37,8 @@ class SummaryRow(Placed):
     """What a list page says of a record (never its body)."""
 
     updated_at: datetime
+    expires_at: datetime | None
+    pinned: bool
 
 
 class RecordRow(SummaryRow):
@@ -51,7 +53,8 @@ class RecordRow(SummaryRow):
 
 
 class RevisionRow(Placed):
-    """One immutable revision of a record still in view."""
+    """One immutable revision of a record still in view (with the record's expiry and
+    pin now)."""
 
     workspace_id: uuid.UUID
     body: str
@@ -59,6 +62,8 @@ class RevisionRow(Placed):
     created_at: datetime
     source: str | None
     writer: str | None
+    expires_at: datetime | None
+    pinned: bool
 
 
 class HistoryRow(TypedDict):
@@ -82,6 +87,21 @@ class SkillRow(TypedDict):
     title: str
     revision: int
     head: str
+
+
+class PinnedRow(Placed):
+    """A pinned record for the briefing: the head of its content, and whether more."""
+
+    updated_at: datetime
+    content: str
+    cut: bool
+
+
+class RecentRow(Placed):
+    """A recent change for the briefing (no body)."""
+
+    updated_at: datetime
+    updated_by: str | None
 
 
 class Locked(TypedDict):
@@ -128,6 +148,20 @@ class Content:
     title: str | None
     body: str | None
     source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """A change's say on the record's expiry and pin: ``keep_expiry`` leaves a changed
+    record's expiry as it is (a new record's is then ``None``: never), else it becomes
+    ``expires_at``; a ``pinned`` of ``None`` leaves the pin (a new record: not pinned)."""
+
+    expires_at: datetime | None = None
+    keep_expiry: bool = True
+    pinned: bool | None = None
+
+
+KEEP = Lifecycle()
 
 
 NO_CONTENT = Content(None, None, None)
@@ -180,6 +214,15 @@ def read_revision(
     """One revision (with its content) of a record still in view."""
     params = {**view(caller), "id": record_id, "revision": revision}
     return tx.query("read_revision", params, first)
+
+
+def revision_as_of(
+    tx: Transaction, caller: Caller, record_id: uuid.UUID, as_of: datetime
+) -> Pending[RevisionRow | None]:
+    """The revision of a record in view that was current at ``as_of`` (``None``: the
+    record did not exist then)."""
+    params = {**view(caller), "id": record_id, "as_of": as_of}
+    return tx.query("revision_as_of", params, first)
 
 
 def history(
@@ -236,6 +279,23 @@ def skill_page(
     return tx.query("skill_page", params, every)
 
 
+def pinned(
+    tx: Transaction, caller: Caller, *, content_chars: int, limit: int
+) -> Pending[list[PinnedRow]]:
+    """Pinned memories and notes in view, personal first, then the nearest context,
+    then the newest, with up to ``content_chars`` of each body."""
+    params = {**view(caller), "content_chars": content_chars, "limit": limit}
+    return tx.query("brief_pinned", params, every)
+
+
+def recent(
+    tx: Transaction, caller: Caller, *, since: datetime | None, limit: int
+) -> Pending[list[RecentRow]]:
+    """Memories and notes in view, not pinned, changed after ``since`` (or the latest),
+    newest first."""
+    return tx.query("brief_recent", {**view(caller), "since": since, "limit": limit}, every)
+
+
 def complete_paths(
     tx: Transaction,
     caller: Caller,
@@ -286,7 +346,11 @@ def _written(rows: list[Row]) -> Written | None:
 
 
 def _change_params(
-    caller: Caller, address: RecordAddress, content: Content, operation: Operation
+    caller: Caller,
+    address: RecordAddress,
+    content: Content,
+    operation: Operation,
+    life: Lifecycle = KEEP,
 ) -> dict[str, Any]:
     return {
         **view(caller),
@@ -298,6 +362,9 @@ def _change_params(
         "source": content.source,
         "operation": operation,
         "uri": address.uri,
+        "expires_at": None if life.keep_expiry else life.expires_at,
+        "keep_expiry": life.keep_expiry,
+        "pinned": life.pinned,
     }
 
 
@@ -308,10 +375,14 @@ def create_unless_taken(
     *,
     context_key: str,
     content: Content,
+    life: Lifecycle = KEEP,
 ) -> Pending[Written | Taken]:
     """Create a record in ``context_key`` unless its address already resolves to a
     visible record from the listening context; one statement."""
-    params = {**_change_params(caller, address, content, "create"), "context_key": context_key}
+    params = {
+        **_change_params(caller, address, content, "create", life),
+        "context_key": context_key,
+    }
 
     def shape(rows: list[Row]) -> Written | Taken:
         if not rows:
@@ -332,9 +403,13 @@ def create(
     context_key: str,
     content: Content,
     operation: Operation,
+    life: Lifecycle = KEEP,
 ) -> Pending[Written | None]:
     """Create a record in ``context_key`` (``None``: its address was taken concurrently)."""
-    params = {**_change_params(caller, address, content, operation), "context_key": context_key}
+    params = {
+        **_change_params(caller, address, content, operation, life),
+        "context_key": context_key,
+    }
     return tx.query("create_record", params, _written)
 
 
@@ -348,13 +423,14 @@ def change_at(
     expected_revision: int,
     content: Content,
     operation: Literal["replace", "delete"],
+    life: Lifecycle = KEEP,
 ) -> Pending[Written | Missed | None]:
     """Replace or delete, at ``expected_revision``, the record ``record_id`` (when
     given, at ``address``) or else the record ``address`` resolves to from
     ``contexts``: one statement, in which the look-up, the revision check and the
     change happen. ``None``: nothing visible there."""
     params = {
-        **_change_params(caller, address, content, operation),
+        **_change_params(caller, address, content, operation, life),
         "id": record_id,
         "contexts": _contexts(caller, contexts),
         "expected_revision": expected_revision,
@@ -380,11 +456,12 @@ def change(
     expected_revision: int,
     content: Content,
     operation: Operation,
+    life: Lifecycle = KEEP,
 ) -> Pending[Written | None]:
     """Change a locked visible record at ``expected_revision`` (a merge under its row
     lock). ``None``: it moved on or left the view."""
     params = {
-        **_change_params(caller, address, content, operation),
+        **_change_params(caller, address, content, operation, life),
         "id": record_id,
         "expected_revision": expected_revision,
     }

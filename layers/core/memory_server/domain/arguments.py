@@ -33,6 +33,25 @@ Context = Annotated[
     ),
 ]
 KindName = Literal["memories", "skills", "notes"]
+Time = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=limits.TIME_MAX_CHARS,
+        description="An RFC 3339 time, like 2026-12-31T23:59:59Z",
+        json_schema_extra={"format": "date-time"},
+    ),
+]
+Expiry = Annotated[
+    Time | None,
+    Field(
+        description=(
+            "When the record stops existing (RFC 3339, future, at most "
+            f"{limits.EXPIRY_MAX_YEARS} years ahead); null removes an expiry, absent "
+            "leaves it as it is"
+        )
+    ),
+]
 
 
 class _Args(BaseModel):
@@ -50,6 +69,9 @@ class ReadArgs(_Args):
     offset: int = Field(0, ge=0)
     max_bytes: int = Field(limits.READ_DEFAULT_BYTES, ge=1, le=limits.READ_MAX_BYTES)
     history: bool = False
+    as_of: Time | None = Field(
+        None, description="Read the revision that was current at this time (RFC 3339)"
+    )
 
 
 def _default_kinds() -> list[KindName]:
@@ -73,6 +95,10 @@ class WriteArgs(_Args):
     expected_revision: int = Field(ge=0, description="0 creates; otherwise the current revision")
     source: Source | None = None
     context: Context | None = None
+    expires_at: Expiry = None
+    pinned: bool | None = Field(
+        None, description="Pinned records lead the session-start briefing (memory_brief)"
+    )
 
 
 class DeleteArgs(_Args):
@@ -86,12 +112,37 @@ class RememberArgs(_Args):
     idempotency_key: str = Field(pattern=limits.IDEMPOTENCY_KEY_PATTERN)
     source: Source | None = None
     context: Context | None = None
+    supersedes: str | None = Field(
+        None,
+        min_length=1,
+        max_length=limits.FACT_MAX_BYTES,
+        description="A line of the record that says the old fact: replaced by this fact",
+    )
+    expires_at: Expiry = None
 
 
 class MoveArgs(_Args):
     uri: Uri
     new_uri: Uri
     expected_revision: int = Field(ge=1)
+
+
+class BriefArgs(_Args):
+    max_bytes: int = Field(
+        limits.BRIEF_DEFAULT_BYTES, ge=limits.BRIEF_MIN_BYTES, le=limits.BRIEF_MAX_BYTES
+    )
+    since: Time | None = Field(
+        None, description="Recent changes since this time (RFC 3339); default: the latest"
+    )
+
+
+class ScopesArgs(_Args):
+    pass
+
+
+def given(args: _Args, name: str) -> bool:
+    """Was the argument ``name`` sent (``null`` included), rather than left out?"""
+    return name in args.model_fields_set
 
 
 ArgsT = TypeVar("ArgsT", bound=_Args)

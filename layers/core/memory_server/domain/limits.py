@@ -72,6 +72,19 @@ REMEMBER_ATTEMPTS = 4
 READ_DEFAULT_BYTES = 16384
 READ_MAX_BYTES = 65536
 HISTORY_LIMIT = 50
+TIME_MAX_CHARS = 64  # an RFC 3339 time argument
+EXPIRY_MAX_YEARS = 10  # expires_at at most this far ahead
+EXPIRE_SWEEP_BATCH = 500  # expired records the sweeper purges in one transaction
+
+# -- The session-start briefing (docs/contract.md, memory_brief) -----------------------
+BRIEF_DEFAULT_BYTES = 4096  # the whole serialized response
+BRIEF_MIN_BYTES = 1024
+BRIEF_MAX_BYTES = 16384
+BRIEF_PINNED_ITEMS = 20  # pinned records read (with their content) before the budget
+BRIEF_RECENT_ITEMS = 20  # recent changes read
+BRIEF_SKILL_ITEMS = 20  # skills read
+BRIEF_CONTENT_BYTES = 4096  # a pinned record's content read at most (then cut to fit)
+INSTRUCTIONS_MAX_BYTES = 1200  # the server's instructions in initialize
 IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{8,128}$"
 CONTEXT_ID_MAX_BYTES = 128
 

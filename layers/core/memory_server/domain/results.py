@@ -28,6 +28,26 @@ class SearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedRecord:
+    """A pinned record in the briefing: its summary and the head of its content
+    (``cut``: the content goes on beyond ``content``)."""
+
+    summary: dict[str, Any]
+    content: str
+    cut: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """The session-start briefing, whole, and the bytes its response may take."""
+
+    pinned: list[PinnedRecord]
+    recent: list[dict[str, Any]]  # summaries with updated_by, newest first
+    skills: list[dict[str, Any]]  # uri, name, description
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class ListPage:
     """Up to ``limit`` summaries in order, and how to continue after any of them."""
 

@@ -30,3 +30,9 @@ def summary(caller: Caller, row: Any) -> dict[str, Any]:
         "revision": row["revision"],
         "updated_at": iso(row["updated_at"]),
     }
+
+
+def lifecycle(row: Any) -> dict[str, Any]:
+    """A record's expiry and pin, as list items and reads give them."""
+    expires = row["expires_at"]
+    return {"expires_at": None if expires is None else iso(expires), "pinned": row["pinned"]}

@@ -30,6 +30,7 @@ from memory_server.domain.deadline import Deadline
 from memory_server.domain.limits import (
     AUDIT_PUBLISH_DEADLINE_S,
     AUDIT_SWEEP_BATCH,
+    EXPIRE_SWEEP_BATCH,
     AUDIT_SWEEP_MIN_AGE_S,
     EVENTS_PUT_MAX_ENTRIES,
 )
@@ -165,6 +166,14 @@ def sweep(
         ids = [row["id"] for row, ok in zip(rows, sent, strict=True) if ok]
         outbox.mark_swept(auditor, ids)
     return len(ids), len(rows) - len(ids)
+
+
+def purge_expired(auditor: psycopg.Connection[Any], *, limit: int = EXPIRE_SWEEP_BATCH) -> int:
+    """The sweeper's other task: purge expired records (each with its ``expire``
+    tombstone and outbox row, published by a later sweep). Runs as the auditor role;
+    returns how many were purged."""
+    with auditor.transaction():
+        return outbox.purge_expired(auditor, limit=limit)
 
 
 class Publisher:

@@ -14,16 +14,19 @@ same statement runs, pinned to that id.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import cast
 
 from memory_server.data import records
 from memory_server.data.pool import Database, Transaction
-from memory_server.data.records import Content, Missed, RecordRow, Written
+from memory_server.data.records import Content, Lifecycle, Missed, RecordRow, Written
 from memory_server.domain.addresses import IdAddress, Kind, RecordAddress
+from memory_server.domain.arguments import RememberArgs, WriteArgs, given
 from memory_server.domain.caller import Caller
 from memory_server.domain.content import check_content, derive_title
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import not_found, revision_conflict
+from memory_server.domain.times import check_expiry
 
 
 def writable(caller: Caller, address: RecordAddress) -> None:
@@ -50,6 +53,18 @@ def merged_content(address: RecordAddress, body: str, source: str | None) -> Con
     """What a merge of facts writes: the body (its size is the merge's own check) and
     its derived title; a list of facts is not held to a kind's content rules."""
     return Content(derive_title(address.kind, address.path, body), body, source)
+
+
+def lifecycle(args: WriteArgs | RememberArgs) -> Lifecycle:
+    """The record's expiry and pin as a change's arguments say: an absent
+    ``expires_at`` leaves the expiry as it is (a new record: never), ``null`` removes
+    it; an absent ``pinned`` leaves the pin (a new record: not pinned)."""
+    pinned = args.pinned if isinstance(args, WriteArgs) else None
+    if not given(args, "expires_at"):
+        return Lifecycle(pinned=pinned)
+    raw = args.expires_at
+    expires = None if raw is None else check_expiry(raw, datetime.now(UTC))
+    return Lifecycle(expires_at=expires, keep_expiry=False, pinned=pinned)
 
 
 def address_of(caller: Caller, row: RecordRow) -> RecordAddress:

@@ -16,7 +16,7 @@ from memory_server.domain.cursors import decode_cursor, encode_cursor
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.grants import sorted_grants
 from memory_server.domain.results import ListPage
-from memory_server.domain.summaries import summary
+from memory_server.domain.summaries import lifecycle, summary
 from memory_server.operations.store import Store
 
 _START = ["", "", "", "00000000-0000-0000-0000-000000000000"]
@@ -53,7 +53,7 @@ def memory_list(
 
     page = rows[: args.limit]
     return ListPage(
-        items=[summary(caller, row) for row in page],
+        items=[{**summary(caller, row), **lifecycle(row)} for row in page],
         positions=[[row["kind"], row["path"], row["context_key"], str(row["id"])] for row in page],
         more=len(rows) > args.limit,
         cursor_for=partial(encode_cursor, store.cursor_secret, binding),

@@ -1,4 +1,5 @@
-"""memory_remember: merge one fact into a record, exactly once per idempotency key.
+"""memory_remember: merge one fact into a record, exactly once per idempotency key;
+with ``supersedes``, replace the line that says an old fact by it, in place.
 
 The key is claimed, the merge applied and its result stored in one transaction, under
 the key's primary key: a concurrent duplicate waits for the first to commit and then
@@ -21,16 +22,17 @@ from psycopg.errors import UniqueViolation
 
 from memory_server.data import records, remember_keys
 from memory_server.data.pool import Transaction
+from memory_server.data.records import Lifecycle
 from memory_server.data.remember_keys import Key
 from memory_server.domain.addresses import RecordAddress, parse_path_address
-from memory_server.domain.arguments import RememberArgs
+from memory_server.domain.arguments import RememberArgs, given
 from memory_server.domain.caller import Caller
 from memory_server.domain.content import check_source, check_text
 from memory_server.domain.contexts import parse_target_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import ToolError, invalid
 from memory_server.domain.limits import CONTENT_MAX_BYTES, FACT_MAX_BYTES, REMEMBER_ATTEMPTS
-from memory_server.operations.changes import merged_content, writable
+from memory_server.operations.changes import lifecycle, merged_content, writable
 from memory_server.operations.store import Store
 
 
@@ -44,7 +46,9 @@ class Remembering:
 
     address: RecordAddress
     fact: str
+    supersedes: str | None  # the old fact, as compared
     source: str | None
+    life: Lifecycle
     target_context: str
     context_named: bool
     key: Key  # the idempotency key's scope and the request's hash
@@ -56,18 +60,24 @@ def check_remember(caller: Caller, args: RememberArgs) -> Remembering:
     same key from another context is another request, so a replay can never show a
     result (an id) from a context the caller does not hear now."""
     address = parse_path_address(args.uri)
-    fact = _check_fact(args.fact)
+    fact = _check_fact(args.fact, "fact")
+    supersedes = None if args.supersedes is None else _check_fact(args.supersedes, "supersedes")
     source = check_source(args.source)
+    life = lifecycle(args)
     target_context = parse_target_context(args.context, caller.context)
     writable(caller, address)
-    request_hash = hashlib.sha256(
-        json.dumps(
-            {"uri": args.uri, "fact": args.fact, "source": args.source, "context": args.context},
-            sort_keys=True,
-        ).encode()
-    ).hexdigest()
+    hashed = {"uri": args.uri, "fact": args.fact, "source": args.source, "context": args.context}
+    # Arguments added later count only when sent, so that a retry of a call made
+    # before they existed still hashes as it did.
+    hashed.update({name: getattr(args, name) for name in _LATER if given(args, name)})
+    request_hash = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     key = Key(caller.context.key, address.uri, args.idempotency_key, request_hash)
-    return Remembering(address, fact, source, target_context, args.context is not None, key)
+    return Remembering(
+        address, fact, supersedes, source, life, target_context, args.context is not None, key
+    )
+
+
+_LATER = ("supersedes", "expires_at")
 
 
 def memory_remember(
@@ -95,7 +105,7 @@ def _remember_once(tx: Transaction, caller: Caller, checked: Remembering) -> dic
                 "idempotency_key_reused",
                 "this idempotency_key was already used with different arguments",
             )
-        return {**previous.result, "replayed": True}
+        return {"superseded": False, **previous.result, "replayed": True}
 
     contexts = [checked.target_context] if checked.context_named else None
     current = records.find(tx, caller, address, contexts=contexts).get()
@@ -107,6 +117,7 @@ def _remember_once(tx: Transaction, caller: Caller, checked: Remembering) -> dic
             context_key=checked.target_context,
             content=merged_content(address, f"- {fact}\n", source),
             operation="merge",
+            life=checked.life,
         ).get()
         if created is None:
             raise _Retry()  # another writer created it first: merge into theirs
@@ -115,13 +126,10 @@ def _remember_once(tx: Transaction, caller: Caller, checked: Remembering) -> dic
         locked = records.lock(tx, caller, current["id"]).get()
         if locked is None:
             raise _Retry()  # deleted or moved away meanwhile
-        if _contains_fact(locked["body"], fact):
+        body, superseded = _corrected(locked["body"], fact, checked.supersedes)
+        if body is None:
             result = _remembered(address, current["id"], locked["revision"], merged=False)
         else:
-            body = locked["body"]
-            if body and not body.endswith("\n"):
-                body += "\n"
-            body += f"- {fact}\n"
             check_text(body, what="record after merging the fact", max_bytes=CONTENT_MAX_BYTES)
             try:
                 changed = records.change(
@@ -131,39 +139,74 @@ def _remember_once(tx: Transaction, caller: Caller, checked: Remembering) -> dic
                     address,
                     expected_revision=locked["revision"],
                     content=merged_content(address, body, source),
-                    operation="merge",
+                    operation="supersede" if superseded else "merge",
+                    life=checked.life,
                 ).get()
             except UniqueViolation:
                 raise _Retry() from None
             if changed is None:  # it moved on under the lock: never, but never merge twice
                 raise _Retry()
-            result = _remembered(address, changed.id, changed.revision, merged=True)
+            result = _remembered(
+                address, changed.id, changed.revision, merged=True, superseded=superseded
+            )
     remember_keys.complete(tx, caller, key, result)
     return {**result, "replayed": False}
 
 
 def _remembered(
-    address: RecordAddress, record_id: Any, revision: int, *, merged: bool
+    address: RecordAddress,
+    record_id: Any,
+    revision: int,
+    *,
+    merged: bool,
+    superseded: bool = False,
 ) -> dict[str, Any]:
     """The result of a merge (stored under the key, replayed by a retry)."""
-    return {"uri": address.uri, "id": str(record_id), "revision": revision, "merged": merged}
+    return {
+        "uri": address.uri,
+        "id": str(record_id),
+        "revision": revision,
+        "merged": merged,
+        "superseded": superseded,
+    }
 
 
-def _check_fact(fact: str) -> str:
-    check_text(fact, what="fact", max_bytes=FACT_MAX_BYTES)
+def _check_fact(fact: str, argument: str) -> str:
+    check_text(fact, what=argument, max_bytes=FACT_MAX_BYTES)
     stripped = fact.strip()
     if not stripped:
-        raise invalid("fact may not be blank")
+        raise invalid(f"{argument} may not be blank")
     if any(c in fact for c in "\r\n") or any(ord(c) < 0x20 and c != "\t" for c in fact):
-        raise invalid("fact must be a single line without control characters")
+        raise invalid(f"{argument} must be a single line without control characters")
     return stripped
 
 
-def _contains_fact(body: str, fact: str) -> bool:
-    for line in body.splitlines():
-        item = line.strip()
-        if item.startswith(("- ", "* ")):
-            item = item[2:].strip()
-        if item == fact:
-            return True
-    return False
+def _fact_of(line: str) -> str:
+    """A line as a fact is compared: trimmed, a leading ``- `` or ``* `` dropped."""
+    item = line.strip()
+    if item.startswith(("- ", "* ")):
+        item = item[2:].strip()
+    return item
+
+
+def _corrected(body: str, fact: str, supersedes: str | None) -> tuple[str | None, bool]:
+    """The body with the fact in it, and whether a line was superseded; ``None`` when
+    the fact is already there and nothing is to be replaced.
+
+    The first line saying ``supersedes`` becomes ``- fact`` (dropped instead when
+    another line already says the fact); with no such line, the fact is appended as
+    by a plain merge."""
+    lines = body.splitlines()
+    facts = [_fact_of(line) for line in lines]
+    if supersedes is not None and supersedes != fact and supersedes in facts:
+        at = facts.index(supersedes)
+        if fact in facts:
+            del lines[at]
+        else:
+            lines[at] = f"- {fact}"
+        return "".join(f"{line}\n" for line in lines), True
+    if fact in facts:
+        return None, False
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return body + f"- {fact}\n", False

@@ -21,7 +21,7 @@ from memory_server.domain.content import check_source
 from memory_server.domain.contexts import parse_target_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import invalid, revision_conflict
-from memory_server.operations.changes import locate, new_content, settled, writable
+from memory_server.operations.changes import lifecycle, locate, new_content, settled, writable
 from memory_server.operations.store import Store
 
 
@@ -36,10 +36,11 @@ def memory_write(
         if not isinstance(address, RecordAddress):
             raise invalid("creating a record needs a path address, not a record id")
         content = new_content(address, args.content, source)
+        life = lifecycle(args)
         writable(caller, address)
         with store.db.write(caller, deadline) as tx:
             created = records.create_unless_taken(
-                tx, caller, address, context_key=target_context, content=content
+                tx, caller, address, context_key=target_context, content=content, life=life
             )
         outcome = created.get()
         if isinstance(outcome, Taken):
@@ -47,6 +48,7 @@ def memory_write(
         return _written(address.uri, outcome)
 
     contexts = [target_context] if args.context is not None else None
+    life = lifecycle(args)
     with store.db.write(caller, deadline) as tx:
         record, record_id = locate(tx, caller, address)
         writable(caller, record)
@@ -59,6 +61,7 @@ def memory_write(
             expected_revision=args.expected_revision,
             content=new_content(record, args.content, source),
             operation="replace",
+            life=life,
         )
     return _written(record.uri, settled(store.db, caller, deadline, replaced.get()))
 

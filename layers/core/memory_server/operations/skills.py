@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_server.data import records
 from memory_server.data.records import SkillRow
-from memory_server.domain.addresses import Namespace, RecordAddress, parse_path
+from memory_server.domain.addresses import Namespace, RecordAddress, parse_path, record_uri
 from memory_server.domain.caller import Caller
 from memory_server.domain.content import skill_arguments, split_front_matter
 from memory_server.domain.cursors import decode_cursor, encode_cursor
@@ -31,7 +31,7 @@ from memory_server.operations.store import Store
 
 SKILL_FILE = "SKILL.md"
 PERSONAL = "me/"
-_START = ["", "00000000-0000-0000-0000-000000000000"]
+START = ["", "00000000-0000-0000-0000-000000000000"]  # before the first skill
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ def skill_page(
         "context": caller.context.key,
         "grants": sorted_grants(caller.grants),
     }
-    after = _START
+    after = START
     if cursor is not None:
         after = decode_cursor(store.cursor_secret, cursor, binding)
     with store.db.read(caller, deadline or Deadline()) as tx:
@@ -114,6 +114,17 @@ def _head_fields(head: str, title: str) -> tuple[str, tuple[str, ...]]:
     again and again by a warm process, so each head is parsed once."""
     fields, _ = split_front_matter(head)
     return describe(fields, title), tuple(skill_arguments(fields))
+
+
+def skill_entry(caller: Caller, row: SkillRow) -> dict[str, Any]:
+    """A skill as the briefing names it: its address, prompt name and description."""
+    namespace = caller.namespace_of(row["owner_id"])
+    folder = row["path"].split("/", 1)[0]
+    return {
+        "uri": record_uri(namespace, "skills", row["path"]),
+        "name": prompt_name(namespace, folder),
+        "description": _head_fields(row["head"], row["title"])[0],
+    }
 
 
 def _listed(caller: Caller, row: SkillRow) -> dict[str, Any]:

@@ -22,12 +22,13 @@ from typing import Any, Protocol
 
 from memory_server.domain.errors import invalid
 from memory_server.domain.limits import (
+    BRIEF_CONTENT_BYTES,
     MIN_EXCERPT_BYTES,
     RESPONSE_MAX_BYTES,
     SEARCH_EXCERPT_BYTES,
     SEARCH_MAX_HITS,
 )
-from memory_server.domain.results import TRUST, ListPage, SearchResult
+from memory_server.domain.results import TRUST, Brief, ListPage, SearchResult
 from memory_server.domain.utf8 import utf8_prefix
 
 
@@ -248,3 +249,57 @@ def fit_list(page: ListPage, sizer: Sizer, limit: int = RESPONSE_MAX_BYTES) -> d
         return result(n, page.items[:n])
 
     return _fitted(fit, sizer, "items", limit)
+
+
+def fit_brief(brief: Brief, sizer: Sizer) -> dict[str, Any]:
+    """The briefing as a tool result, within ``brief.max_bytes`` on the bytes sent."""
+    return brief_within(brief, sizer.size)
+
+
+def brief_within(brief: Brief, size: Callable[[dict[str, Any]], int]) -> dict[str, Any]:
+    """The briefing within ``brief.max_bytes`` of a response whose exact size, carrying
+    a briefing, ``size`` measures (a tool result, or the prompt memory-briefing).
+
+    Whole if it fits. Otherwise every pinned record's content is cut to one common
+    byte cap, the largest that fits; if even ``MIN_EXCERPT_BYTES`` of each does not,
+    items are dropped from the end (skills, then recent changes, then pinned
+    records) until the rest fits, and their contents then get the largest cap that
+    fits. ``truncated`` says the budget cut something; an item's own ``truncated``
+    that its content does not go on to its end.
+    """
+    limit = brief.max_bytes
+    heads = [utf8_prefix(p.content, BRIEF_CONTENT_BYTES) for p in brief.pinned]
+    longest = max((len(text.encode("utf-8")) for text, _ in heads), default=0)
+    items = len(brief.pinned) + len(brief.recent) + len(brief.skills)
+
+    def result(n: int, cap: int) -> dict[str, Any]:
+        """The first ``n`` items (pinned, recent, skills in order), contents at ``cap``."""
+        pinned, cut_any = [], False
+        for record, (head, short) in zip(brief.pinned[:n], heads, strict=False):
+            content, cut = utf8_prefix(head, cap)
+            cut_any = cut_any or cut
+            pinned.append(
+                {**record.summary, "content": content, "truncated": record.cut or short or cut}
+            )
+        rest = n - len(pinned)
+        recent = brief.recent[:rest]
+        skills = brief.skills[: rest - len(recent)]
+        return {
+            "pinned": pinned,
+            "recent": recent,
+            "skills": skills,
+            "truncated": cut_any or n < items,
+            "trust": TRUST,
+        }
+
+    if size(result(items, longest)) <= limit:
+        return result(items, longest)
+    floor = min(MIN_EXCERPT_BYTES, longest)
+    n = items
+    if size(result(n, floor)) > limit:
+        fitting = largest_fitting(0, items, lambda k: size(result(k, floor)), limit)
+        if fitting is None:
+            raise invalid("the briefing cannot fit max_bytes")
+        n = fitting
+    cap = largest_fitting(floor, longest, lambda c: size(result(n, c)), limit)
+    return result(n, floor if cap is None else cap)

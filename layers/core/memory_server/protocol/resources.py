@@ -58,7 +58,7 @@ def read_resource(store: Store, request: Request, context: CallContext) -> dict[
             record = memory_read(
                 store,
                 context.caller,
-                ReadArgs(uri=uri, offset=0, max_bytes=READ_MAX_BYTES, history=False),
+                ReadArgs(uri=uri, offset=0, max_bytes=READ_MAX_BYTES, history=False, as_of=None),
                 context.deadline,
             )
             ttl = 0

@@ -8,4 +8,4 @@ SELECT id, revision, context_key
 FROM memory.change_record(%(id)s, %(expected_revision)s::integer, %(workspace_id)s, %(owners)s,
                           %(contexts)s, %(kind)s, %(path)s, %(title)s, %(body)s,
                           %(principal_id)s, %(source)s, %(operation)s, %(request_id)s,
-                          %(uri)s)
+                          %(uri)s, %(expires_at)s, %(keep_expiry)s, %(pinned)s)

@@ -6,4 +6,4 @@
 SELECT id, revision, context_key
 FROM memory.create_record(%(workspace_id)s, %(owner_id)s, %(context_key)s, %(kind)s, %(path)s,
                           %(title)s, %(body)s, %(principal_id)s, %(source)s, %(operation)s,
-                          %(request_id)s, %(uri)s)
+                          %(request_id)s, %(uri)s, %(expires_at)s, %(pinned)s)

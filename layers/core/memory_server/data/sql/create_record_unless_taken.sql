@@ -7,4 +7,5 @@ SELECT id, revision, context_key, created
 FROM memory.create_record_unless_taken(%(workspace_id)s, %(owner_id)s, %(contexts)s,
                                        %(context_key)s, %(kind)s, %(path)s, %(title)s,
                                        %(body)s, %(principal_id)s, %(source)s,
-                                       %(operation)s, %(request_id)s, %(uri)s)
+                                       %(operation)s, %(request_id)s, %(uri)s,
+                                       %(expires_at)s, %(pinned)s)

@@ -1,5 +1,6 @@
 -- One page of the caller's view, in (kind, path, context, id) order, after a cursor.
-SELECT m.id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision, m.updated_at
+SELECT m.id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision, m.updated_at,
+       m.expires_at, m.pinned
 FROM memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
 WHERE (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
   AND m.path >= %(path_low)s AND m.path < %(path_high)s

@@ -9,4 +9,5 @@ WHERE m.id = %(id)s
   AND m.workspace_id = %(workspace_id)s
   AND m.owner_id = ANY (%(owners)s)
   AND m.context_key = ANY (%(contexts)s)
+  AND memory.is_live(m.expires_at)
 FOR UPDATE

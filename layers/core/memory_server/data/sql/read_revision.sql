@@ -1,6 +1,6 @@
 -- One immutable revision of a record that is still in the caller's view.
 SELECT r.memory_id AS id, r.workspace_id, r.owner_id, r.context_key, r.kind, r.path, r.title,
-       r.body, r.revision, r.operation, r.created_at, r.source,
+       r.body, r.revision, r.operation, r.created_at, r.source, m.expires_at, m.pinned,
        memory.principal_handle(r.writer_id) AS writer
 FROM memory.revisions AS r
 JOIN memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m

@@ -1,0 +1,57 @@
+"""memory_brief: what an agent loads at session start, in one read transaction.
+
+Pinned memories and notes with their content, then what changed lately, then the
+skills in view: the same view, labels and deadline as every read. The domain
+returns it whole (bounded by the item limits); the protocol layer fits it to the
+caller's ``max_bytes`` on the bytes sent (:func:`memory_server.protocol.budget.fit_brief`).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from memory_server.data import records
+from memory_server.domain.arguments import BriefArgs
+from memory_server.domain.caller import Caller
+from memory_server.domain.deadline import Deadline
+from memory_server.domain.limits import (
+    BRIEF_CONTENT_BYTES,
+    BRIEF_PINNED_ITEMS,
+    BRIEF_RECENT_ITEMS,
+    BRIEF_SKILL_ITEMS,
+    SKILL_HEAD_CHARS,
+)
+from memory_server.domain.results import Brief, PinnedRecord
+from memory_server.domain.summaries import summary
+from memory_server.domain.times import parse_time
+from memory_server.operations.skills import START, skill_entry
+from memory_server.operations.store import Store
+
+
+def memory_brief(
+    store: Store, caller: Caller, args: BriefArgs, deadline: Deadline | None = None
+) -> Brief:
+    caller.require_read()
+    since = None if args.since is None else parse_time(args.since, "since")
+    with store.db.read(caller, deadline or Deadline()) as tx:
+        # One round trip: the three statements travel together.
+        pinned = records.pinned(
+            tx, caller, content_chars=BRIEF_CONTENT_BYTES, limit=BRIEF_PINNED_ITEMS
+        )
+        recent = records.recent(tx, caller, since=since, limit=BRIEF_RECENT_ITEMS)
+        skills = records.skill_page(
+            tx,
+            caller,
+            head_chars=SKILL_HEAD_CHARS,
+            after_path=START[0],
+            after_owner=uuid.UUID(START[1]),
+            limit=BRIEF_SKILL_ITEMS,
+        )
+    return Brief(
+        pinned=[
+            PinnedRecord(summary(caller, row), row["content"], row["cut"]) for row in pinned.get()
+        ],
+        recent=[{**summary(caller, row), "updated_by": row["updated_by"]} for row in recent.get()],
+        skills=[skill_entry(caller, row) for row in skills.get()],
+        max_bytes=args.max_bytes,
+    )
