@@ -30,9 +30,9 @@ from memory_server.domain.deadline import Deadline
 from memory_server.domain.limits import (
     AUDIT_PUBLISH_DEADLINE_S,
     AUDIT_SWEEP_BATCH,
-    EXPIRE_SWEEP_BATCH,
     AUDIT_SWEEP_MIN_AGE_S,
     EVENTS_PUT_MAX_ENTRIES,
+    EXPIRE_SWEEP_BATCH,
 )
 from memory_server.domain.summaries import iso
 from memory_server.operations.after_response import AfterResponse
