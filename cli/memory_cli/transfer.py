@@ -12,7 +12,7 @@ Layout: ``{namespace}/{kind}/{path}`` for records in the workspace context (so
 ``contexts/{percent-encoded context}/{namespace}/{kind}/{path}`` for the others.
 
 Each file is the record's content with a ``memory:`` mapping in its front matter
-(uri, id, context, kind, revision, source, timestamps, writers). Content that has
+(uri, id, context, kind, revision, source, timestamps, writers, pinned, expires_at). Content that has
 front matter of its own (a SKILL.md) keeps it, with the mapping appended, so
 tools reading ``name``/``description`` still find them; ``embedded`` records which
 case it was, so import restores the content byte for byte.
@@ -28,7 +28,9 @@ were private.
 Import is conditional and idempotent: a record whose address (from its context)
 holds the same content is unchanged; a free address is created; anything else is
 a conflict, reported and never overwritten. Ids, revisions, writers and times are
-the target's own (the tools cannot set them); the report maps old ids to new.
+the target's own (the tools cannot set them); the report maps old ids to new. A
+record's pin and expiry come along; one whose expiry has passed by the time of the
+import is skipped (it would be in no view).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
@@ -65,6 +68,8 @@ _FIELDS = (
     "created_by",
     "updated_at",
     "updated_by",
+    "pinned",
+    "expires_at",
 )
 
 
@@ -349,6 +354,10 @@ def _held_back(gate: str, private: set[str] | None, registered: set[str]) -> str
     return None
 
 
+def _passed(moment: str) -> bool:
+    return datetime.fromisoformat(moment) <= datetime.now(UTC)
+
+
 def _import_one(tools: ToolCaller, name: str, meta: dict[str, Any], content: str) -> ImportedFile:
     uri, context = str(meta["uri"]), str(meta["context"])
     entry = ImportedFile(name, uri, context, "skipped", source_id=meta.get("id"))
@@ -374,6 +383,13 @@ def _import_one(tools: ToolCaller, name: str, meta: dict[str, Any], content: str
         arguments: dict[str, Any] = {"uri": uri, "content": content, "expected_revision": 0}
         if meta.get("source"):
             arguments["source"] = meta["source"]
+        if meta.get("pinned"):
+            arguments["pinned"] = True
+        if meta.get("expires_at"):
+            if _passed(str(meta["expires_at"])):
+                entry.reason = f"expired at {meta['expires_at']}"
+                return entry
+            arguments["expires_at"] = meta["expires_at"]
         written = tools.call("memory_write", arguments, context=context)
         error = written.get("error")
         if error is not None:

@@ -81,8 +81,8 @@ REVOKE ALL ON FUNCTION admin_revoke_agent_key(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION admin_revoke_agent_key(text) TO memory_runtime;
 
 -- Which contexts of the workspace hold records, and how many: what an admin needs to
--- export every context. Keys and counts only, never content; shared records only, and
--- no private context the admin is not in.
+-- export every context. Keys and counts only, never content; shared records not
+-- expired only, and no private context the admin is not in.
 CREATE OR REPLACE FUNCTION admin_context_usage()
 RETURNS TABLE (context_key text, records bigint)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
@@ -92,6 +92,7 @@ AS $$
     WHERE m.workspace_id = setting_uuid('app.workspace_id')
       AND is_admin(m.workspace_id)
       AND m.owner_id = '00000000-0000-0000-0000-000000000000'
+      AND is_live(m.expires_at)
       AND NOT EXISTS (
           SELECT 1 FROM contexts AS c
           WHERE c.workspace_id = m.workspace_id

@@ -207,11 +207,16 @@ class ContextRemoved(_Out):
 class AuditEvent(_Out):
     id: int
     time: str
-    operation: str
+    operation: str = Field(
+        description="A record's change (create, replace, merge, supersede, move, delete, "
+        "expire) or an admin change"
+    )
     uri: str
     record_id: str | None
     revision: int
-    actor: str
+    actor: str = Field(
+        description="The principal id; the nil UUID for what the server itself did (expire)"
+    )
     actor_handle: str | None
     source: str | None
     request_id: str | None
