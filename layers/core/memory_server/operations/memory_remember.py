@@ -61,7 +61,9 @@ def check_remember(caller: Caller, args: RememberArgs) -> Remembering:
     result (an id) from a context the caller does not hear now."""
     address = parse_path_address(args.uri)
     fact = _check_fact(args.fact, "fact")
-    supersedes = None if args.supersedes is None else _check_fact(args.supersedes, "supersedes")
+    supersedes = None
+    if args.supersedes is not None:  # a line of the record, compared as facts are
+        supersedes = _fact_of(_check_fact(args.supersedes, "supersedes"))
     source = check_source(args.source)
     life = lifecycle(args)
     target_context = parse_target_context(args.context, caller.context)
