@@ -62,12 +62,14 @@ TOOLS = (
     "memory_read",
     "memory_search",
     "memory_list",
+    "memory_brief",
     "memory_write (create)",
     "memory_write (replace)",
     "memory_remember",
     "memory_move",
     "memory_delete",
 )
+PINNED = 10  # pinned records made before each measurement (about 900 bytes each)
 PATH_ARGS = {"endpoint_file", "root", "code_root", "output"}  # kept relative in results
 CHANGES = {
     "memory_write (create)",
@@ -390,6 +392,8 @@ def next_args(tool: str, plan: Plan, rng: random.Random) -> tuple[str, dict[str,
         return tool_call("memory_search", {"query": TYPICAL_TERM})
     if tool == "memory_list":
         return tool_call("memory_list", {"prefix": "memory://workspace/notes/", "limit": 20})
+    if tool == "memory_brief":  # the default budget, what a session start asks for
+        return tool_call("memory_brief", {})
     if tool == "memory_write (create)":
         uri = f"{prefix}/c{plan.client}/n{n:06d}.md"
         plan.created.append(uri)
@@ -483,6 +487,14 @@ def measure(
         first = {"uri": plan.replace_uri, "content": "# Status\n", "expected_revision": 0}
         plan.replace_revision = int(client.call("memory_write", first)["revision"])
         client.call("memory_read", {"uri": plan.replace_uri})
+    for i in range(PINNED):  # what a briefing leads with: a few pinned facts
+        pinned = {
+            "uri": f"memory://workspace/memories/bench/{run}/pinned-{i}.md",
+            "content": f"# Pinned {i}\n\n" + f"Standing fact {i} of the team. " * 30,
+            "expected_revision": 0,
+            "pinned": True,
+        }
+        connections[0].call("memory_write", pinned)
     results: dict[str, Any] = {}
     for tool in TOOLS:
         began_at = time.time()
