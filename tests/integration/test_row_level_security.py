@@ -171,3 +171,58 @@ def test_rls_alone_hides_other_members_personal_records(cluster, world) -> None:
             ).rowcount
             == 0
         )
+
+
+def test_rls_alone_puts_an_expired_record_out_of_every_view(cluster, world, owner) -> None:  # type: ignore[no-untyped-def]
+    """An expired record is outside the view of raw SQL as the runtime role, before the
+    sweeper purges it: no row, no revision, no change; its address is freed only where
+    the caller may write, and the purge leaves a tombstone and one audit row."""
+    ws, other = world.workspace(), world.workspace()
+    alice = ws.agent(ws.person("alice"))
+    stranger = other.agent(other.person("mallory"))
+    made = alice.write(
+        uri="memory://workspace/notes/lapsed.md", content="lapsed fact", expected_revision=0
+    )
+    owner.execute(  # its time passes (the tools refuse a past expiry)
+        "UPDATE memory.memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+        (made["id"],),
+    )
+    with runtime(cluster) as conn:
+        set_caller_settings(conn, alice.caller)
+        for table, column in (("memories", "id"), ("revisions", "memory_id")):
+            found = conn.execute(
+                f"SELECT count(*) FROM memory.{table} WHERE {column} = %s",
+                (made["id"],),
+            ).fetchone()
+            assert found == (0,), table
+        for statement in (
+            "UPDATE memory.memories SET body = 'revived', expires_at = NULL WHERE id = %s",
+            "DELETE FROM memory.memories WHERE id = %s",
+        ):
+            assert conn.execute(statement, (made["id"],)).rowcount == 0
+        conn.rollback()
+        set_caller_settings(conn, stranger.caller)  # another workspace: nothing to free
+        freed = conn.execute(
+            "SELECT memory.expire_address(%s, %s, 'workspace', 'notes', 'lapsed.md')",
+            (alice.caller.workspace_id, alice.caller.owner_for("workspace")),
+        ).fetchone()
+        assert freed == (False,)
+        conn.rollback()
+        set_caller_settings(conn, alice.caller)
+        freed = conn.execute(
+            "SELECT memory.expire_address(%s, %s, 'workspace', 'notes', 'lapsed.md')",
+            (alice.caller.workspace_id, alice.caller.owner_for("workspace")),
+        ).fetchone()
+        assert freed == (True,)
+        conn.commit()
+    history = owner.execute(
+        "SELECT operation, body IS NULL FROM memory.revisions WHERE memory_id = %s "
+        "ORDER BY revision",
+        (made["id"],),
+    ).fetchall()
+    assert history == [("create", True), ("expire", True)]
+    events = owner.execute(
+        "SELECT operation FROM memory.audit_outbox WHERE memory_id = %s ORDER BY id",
+        (made["id"],),
+    ).fetchall()
+    assert events == [("create",), ("expire",)]
