@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -283,3 +284,49 @@ def test_an_export_that_does_not_know_what_was_private_opens_no_context(
         "channel:leads": "created",
         "channel:eng": "skipped",
     }
+
+
+def test_pin_and_expiry_travel_and_an_expired_export_is_not_brought_back(
+    world, admin_service, owner: psycopg.Connection, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    alice = ws.person("alice")
+    later = (datetime.now(UTC) + timedelta(days=30)).isoformat().replace("+00:00", "Z")
+    agent = ws.agent(alice)
+    agent.write(
+        uri="memory://workspace/notes/pinned.md", content="pin", expected_revision=0, pinned=True
+    )
+    made = agent.write(
+        uri="memory://workspace/notes/lapsing.md",
+        content="lapse",
+        expected_revision=0,
+        expires_at=later,
+    )
+    agent.write(
+        uri="memory://workspace/notes/gone.md",
+        content="gone by import time",
+        expected_revision=0,
+        expires_at=(datetime.now(UTC) + timedelta(days=1)).isoformat(),
+    )
+    transfer.export_namespace(ServiceTools(admin_service, ws, alice), "workspace", tmp_path)
+    exported, _ = transfer.parse((tmp_path / "workspace/notes/pinned.md").read_text())
+    assert (exported["pinned"], exported["expires_at"]) == (True, None)
+    lapsing, _ = transfer.parse((tmp_path / "workspace/notes/lapsing.md").read_text())
+    assert lapsing["pinned"] is False and lapsing["expires_at"].startswith(later[:16])
+    # The third one's time passes before the import.
+    gone = tmp_path / "workspace/notes/gone.md"
+    meta, content = transfer.parse(gone.read_text())
+    gone.write_text(transfer.render({**meta, "expires_at": "2026-01-01T00:00:00.000Z"}, content))
+
+    target = world.workspace()
+    bob = target.person("bob")
+    imported = transfer.import_folder(ServiceTools(admin_service, target, bob), tmp_path)
+    outcomes = {f.uri: (f.outcome, f.reason) for f in imported.files}
+    assert outcomes["memory://workspace/notes/gone.md"] == (
+        "skipped",
+        "expired at 2026-01-01T00:00:00.000Z",
+    )
+    reader = target.agent(bob)
+    assert reader.read(uri="memory://workspace/notes/pinned.md")["pinned"] is True
+    copied = reader.read(uri="memory://workspace/notes/lapsing.md")
+    assert copied["expires_at"].startswith(later[:16]) and copied["id"] != made["id"]
