@@ -12,7 +12,7 @@ from memory_server.admin import operators
 
 from tests.stack_clients import admin, client_token, mcp_status, mcp_tools, person
 
-READ_TOOLS = {"memory_list", "memory_read", "memory_search"}
+READ_TOOLS = {"memory_list", "memory_read", "memory_search", "memory_brief", "memory_scopes"}
 WRITE_TOOLS = {"memory_write", "memory_remember", "memory_move"}
 
 

@@ -92,6 +92,29 @@ def test_a_correction_replaces_the_old_fact_in_place_once(stack, generation: str
                 True,
                 4,
             )
+            # A remember's expires_at: absent leaves the record's, null removes it (the
+            # same through the DynamoDB layer as in the database).
+            lapse = soon(3600)
+            await call(
+                alice,
+                "memory_remember",
+                uri=uri,
+                fact="In Lisbon",
+                expires_at=lapse,
+                idempotency_key=key(),
+            )
+            assert (await call(alice, "memory_read", uri=uri))["expires_at"] == lapse
+            await call(alice, "memory_remember", uri=uri, fact="Likes tea", idempotency_key=key())
+            assert (await call(alice, "memory_read", uri=uri))["expires_at"] == lapse
+            await call(
+                alice,
+                "memory_remember",
+                uri=uri,
+                fact="Likes jazz",
+                expires_at=None,
+                idempotency_key=key(),
+            )
+            assert (await call(alice, "memory_read", uri=uri))["expires_at"] is None
 
     run(scenario())
 

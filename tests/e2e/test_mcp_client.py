@@ -170,7 +170,13 @@ def test_read_only_keys_cannot_write(stack, owner_db, who: str) -> None:  # type
         before = owner_db.execute("SELECT count(*), max(revision) FROM memory.revisions").fetchone()
         async with connect(stack, who) as reader:
             names = {t.name for t in (await reader.list_tools()).tools}
-            assert names == {"memory_list", "memory_read", "memory_search"}
+            assert names == {
+                "memory_list",
+                "memory_read",
+                "memory_search",
+                "memory_brief",
+                "memory_scopes",
+            }
             attempts = [
                 ("memory_write", {"uri": target["uri"], "content": "x", "expected_revision": 1}),
                 (

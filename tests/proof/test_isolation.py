@@ -52,7 +52,17 @@ KIND = {"me": "memories", "workspace": "notes"}
 OBSERVERS = [cell for cell in all_cells() if endpoint_status(cell) == 200]
 WRITERS = [cell for cell in all_cells() if namespaces_writable(cell)]
 PARALLEL = 16  # observers at a time: enough to keep both cores busy
-LIST_ITEM_KEYS = {"uri", "id", "kind", "title", "context", "revision", "updated_at"}
+LIST_ITEM_KEYS = {
+    "uri",
+    "id",
+    "kind",
+    "title",
+    "context",
+    "revision",
+    "updated_at",
+    "expires_at",
+    "pinned",
+}
 
 
 @dataclass(frozen=True)

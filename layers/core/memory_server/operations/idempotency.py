@@ -97,7 +97,12 @@ class DynamoDbIdempotency:
             # A replay passes the same checks as a first call (grants, namespace,
             # arguments) before any stored answer is looked up.
             check_remember(caller, args)
-            request = {"key": request_key(caller, args), "args": args.model_dump()}
+            # Only the arguments sent: an absent expires_at (leave the expiry) and a null
+            # one (remove it) are different requests, and must stay so in the database.
+            request = {
+                "key": request_key(caller, args),
+                "args": args.model_dump(exclude_unset=True),
+            }
             try:
                 return dict(guarded(request=request, caller=caller, deadline=deadline))
             except IdempotencyAlreadyInProgressError:
