@@ -185,7 +185,7 @@ def test_the_sdk_client_signs_in_through_the_consent_page(stack: Any) -> None:
         async with (
             http,
             Client(streamable_http_client(url, http_client=http), cache=None) as client,
-        ):  # type: ignore[arg-type]
+        ):
             uri = f"memory://me/notes/consent-{uuid.uuid4().hex[:8]}.md"
             await call(client, "memory_write", uri=uri, content="Approved", expected_revision=0)
             return await call(client, "memory_read", uri=uri)

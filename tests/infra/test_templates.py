@@ -531,10 +531,15 @@ def test_sign_in_functions_get_what_their_code_reads(
     assert set(mgmt_env) == set(management.ENVIRONMENT)
     # Registration's https allow-list: the parameter's default is the code's default.
     assert mgmt_env["ALLOWED_REDIRECT_URIS"] == {"Ref": "AllowedRedirectUris"}
-    default = sam_template["Parameters"]["AllowedRedirectUris"]["Default"]
-    assert registration.allowed_redirect_uris(default) == set(
+    parameter = sam_template["Parameters"]["AllowedRedirectUris"]
+    assert registration.allowed_redirect_uris(parameter["Default"]) == set(
         registration.DEFAULT_ALLOWED_REDIRECT_URIS
     )
+    pattern = re.compile(parameter["AllowedPattern"])
+    for good in (parameter["Default"], "", "https://a.example/cb"):
+        assert pattern.fullmatch(good), good
+    for bad in ("http://a.example/cb", "https://a.example/cb, https://b.example/cb", "*"):
+        assert not pattern.fullmatch(bad), bad
     consent_env = resources["AuthorizationFunction"]["Properties"]["Environment"]["Variables"]
     assert set(consent_env) == set(authorization.ENVIRONMENT)
     assert consent_env["CONSENT_SECRET_ARN"] == {"Ref": "ConsentSecret"}

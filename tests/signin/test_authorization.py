@@ -1,6 +1,7 @@
 """The authorization endpoint's code (``signin.authorization``) without HTTP: reading
 app clients from the emulated pool, the page for a hostile client name, the pool
-failing, its configuration and its key. The flows over HTTP: tests/local/test_consent.py
+failing, its configuration and its key (read from Secrets Manager:
+tests/infra/test_aws_config.py). The flows over HTTP: tests/local/test_consent.py
 and tests/local/test_signin.py; the attack end to end: tests/e2e/test_signin_consent.py."""
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from urllib.parse import urlencode
 import pytest
 from memory_local.aws import LocalAws
 from memory_server.admin.identity import CognitoDirectory
-from memory_server.edge import aws_config
 from memory_server.signin.authorization import (
     AppClient,
     Authorization,
@@ -140,14 +140,3 @@ def test_the_function_is_built_from_the_templates_environment(
     assert built.public_base_url == "https://memory.example.org" and built.key == b"s" * 32
     with pytest.raises(RuntimeError, match="consent key"):
         build_authorization(env, secret="short")
-
-
-def test_the_consent_key_comes_from_secrets_manager() -> None:
-    import boto3
-    from moto import mock_aws
-
-    with mock_aws():
-        client = boto3.client("secretsmanager", region_name="us-east-1")
-        arn = client.create_secret(Name="consent", SecretString="c" * 64)["ARN"]
-        assert aws_config.consent_secret({"CONSENT_SECRET_ARN": arn}, client=client) == "c" * 64
-    assert aws_config.consent_secret({"CONSENT_SECRET": "local" * 8}) == "local" * 8
