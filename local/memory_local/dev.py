@@ -3,9 +3,11 @@
 Embedded PostgreSQL (data under ``.dev/``, so memories survive a restart), moto on
 loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the API
 Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
-Lambda handlers (the MCP function, the Lambda authorizer, the management function),
-the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
-and the audit sweeper on a timer. Ctrl-C stops everything.
+Lambda handlers (the MCP function, the Lambda authorizer, the management function,
+the authorization function), the local stand-in for the user pool's sign-in and
+token endpoints, the demo tenants, and the audit sweeper on a timer. Ctrl-C stops
+everything. ``ALLOWED_REDIRECT_URIS`` sets registration's https allow-list, as the
+template's ``AllowedRedirectUris`` does.
 
 Nothing here grows with the requests served. The handler's audit events are
 published after each response by a child process with a bounded queue
@@ -43,6 +45,7 @@ from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
+from memory_server.signin.authorization import Authorization, build_authorization
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
 
@@ -109,6 +112,7 @@ class DevStack:
     gateway: ApiGateway | None = None
     app: ModuleType | None = None
     management: Management | None = None
+    authorization: Authorization | None = None
     lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
     publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
@@ -184,8 +188,11 @@ class DevStack:
         )
         self.app = load_handler_module()
         self.start_publisher()
-        # The other two functions, built by their own code from the environment the
+        # The other functions, built by their own code from the environment the
         # template gives them; the user pool's endpoints are this gateway's.
+        # ALLOWED_REDIRECT_URIS (the template's AllowedRedirectUris) passes through:
+        # unset, registration takes the default allow-list.
+        allowlist = os.environ.get("ALLOWED_REDIRECT_URIS")
         self.management = build_management(
             {
                 "USER_POOL_ID": provisioned.user_pool_id,
@@ -193,6 +200,17 @@ class DevStack:
                 "PUBLIC_BASE_URL": base_url,
                 "SIGNIN_TABLE": provisioned.signin_table,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
+                **({"ALLOWED_REDIRECT_URIS": allowlist} if allowlist is not None else {}),
+            }
+        )
+        # A consent key per start (Secrets Manager's in AWS): a restart only voids the
+        # consent pages open at that moment.
+        self.authorization = build_authorization(
+            {
+                "USER_POOL_ID": provisioned.user_pool_id,
+                "OAUTH_BASE_URL": base_url,
+                "PUBLIC_BASE_URL": base_url,
+                "CONSENT_SECRET": secrets.token_urlsafe(48),
             }
         )
         authorizer = build_authorizer(
@@ -212,6 +230,7 @@ class DevStack:
             self._retire_lost_agent_keys(owner)
         self.gateway.handler = self.app.handler
         self.gateway.management = self.management.route
+        self.gateway.authorization = self.authorization.route
         self.gateway.authorizer_handler = authorizer.authorize
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
@@ -225,7 +244,7 @@ class DevStack:
             "runtime_role": migrate.RUNTIME_ROLE,
             "workspaces": {slug: self.gateway.mcp_url(slug) for slug in demo.WORKSPACES},
             "token_endpoint": f"{base_url}/oauth2/token",
-            "authorization_endpoint": f"{base_url}/oauth2/authorize",
+            "authorization_endpoint": f"{base_url}/authorize",
             "registration_endpoint": f"{base_url}/register",
             "authorization_server": base_url,
             "jwks_uri": f"{base_url}/.well-known/jwks.json",

@@ -7,8 +7,9 @@ this service and nothing more:
 - routes ``ANY /w/{workspace}/mcp`` and ``ANY /w/{workspace}/admin/{proxy+}`` (the
   Lambda authorizer) and ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp``
   (public) to the MCP handler, ``GET /.well-known/oauth-authorization-server`` and
-  ``POST /register`` (public) to the management handler; everything else is 404
-  ``{"message":"Not Found"}``;
+  ``POST /register`` (public) to the management handler, ``GET``/``POST /authorize``
+  (public: the product's authorization endpoint) to the authorization handler;
+  everything else is 404 ``{"message":"Not Found"}``;
 - runs the deployed authorizer code (``memory_server.signin.authorizer``) the way
   API Gateway calls it, with its result cache and its answers
   (:mod:`memory_local.authorizer`): 401 ``{"message":"Unauthorized"}`` and 403
@@ -64,6 +65,7 @@ ADMIN_ROUTE = "ANY /w/{workspace}/admin/{proxy+}"
 METADATA_ROUTE = "GET /.well-known/oauth-protected-resource/w/{workspace}/mcp"
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTER_PATH = "/register"
+PRODUCT_AUTHORIZE_PATH = "/authorize"  # the product's (signin.authorization)
 JWKS_PATH = "/.well-known/jwks.json"
 TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a URL path, not a secret
 AUTHORIZE_PATH = "/oauth2/authorize"
@@ -82,7 +84,7 @@ class Route:
     key: str  # the routeKey API Gateway puts in the event
     method: str | None  # None: ANY
     pattern: re.Pattern[str]  # over the decoded path; named groups are path parameters
-    target: Literal["lambda", "management", "jwks", "token", "authorize"]
+    target: Literal["lambda", "management", "authorization", "jwks", "token", "authorize"]
     authorized: bool = False  # behind the Lambda authorizer
 
 
@@ -109,6 +111,15 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         f"POST {REGISTER_PATH}", "POST", re.compile(rf"^{re.escape(REGISTER_PATH)}$"), "management"
+    ),
+    *(
+        Route(
+            f"{method} {PRODUCT_AUTHORIZE_PATH}",
+            method,
+            re.compile(rf"^{re.escape(PRODUCT_AUTHORIZE_PATH)}$"),
+            "authorization",
+        )
+        for method in ("GET", "POST")
     ),
     # The user pool's endpoints (its own domain in AWS).
     Route(f"GET {JWKS_PATH}", "GET", re.compile(rf"^{re.escape(JWKS_PATH)}$"), "jwks"),
@@ -222,7 +233,8 @@ class ApiGateway(StartsAndStops):
     ``authorizer`` is the Lambda authorizer's handler; by default the deployed
     ``TokenAuthorizer`` over that issuer and key set, with this gateway's URL as the
     public base URL (made on ``start``). ``management`` is the management function's
-    handler (RFC 8414 metadata, registration); without it those routes answer 404.
+    handler (RFC 8414 metadata, registration) and ``authorization`` the authorization
+    function's (``/authorize``); without them those routes answer 404.
 
     ``max_concurrency`` bounds simultaneous invocations (1 imitates one Lambda
     container for a handler whose per-container state is not thread-safe); by
@@ -238,6 +250,7 @@ class ApiGateway(StartsAndStops):
         jwks: str | JwksProvider | None = None,
         authorizer: Handler | None = None,
         management: Handler | None = None,
+        authorization: Handler | None = None,
         authorizer_ttl_s: float = AUTHORIZER_CACHE_TTL_S,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -258,6 +271,7 @@ class ApiGateway(StartsAndStops):
         self.authorizer_handler = authorizer
         self.authorizer = LambdaAuthorizer(self._authorize, ttl_s=authorizer_ttl_s)
         self.management = management
+        self.authorization = authorization
         self.aws = aws
         self.host = host
         self.port = port
@@ -363,6 +377,11 @@ class ApiGateway(StartsAndStops):
                 return _message(404, "Not Found")
             event = self.build_event(request, route, parameters, None, request_id)
             return self._invoke(event, self.management, "ManagementFunction")
+        if route.target == "authorization":
+            if self.authorization is None:
+                return _message(404, "Not Found")
+            event = self.build_event(request, route, parameters, None, request_id)
+            return self._invoke(event, self.authorization, "AuthorizationFunction")
 
         context: dict[str, Any] | None = None
         if route.authorized:

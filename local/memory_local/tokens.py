@@ -21,6 +21,12 @@ count at once):
   (agent keys), ``authorization_code`` (one use, PKCE verifier, same redirect URI)
   and ``refresh_token``.
 
+One difference, on purpose: Cognito takes an authorization request without a PKCE
+challenge (and then redeems its code without a verifier); this stand-in refuses it.
+The product's own authorization endpoint (``memory_server.signin.authorization``), which
+the metadata names, never sends one without, so a flow that works here works there,
+and a client that skips PKCE fails here rather than passing unnoticed.
+
 The signing key persists in a PEM file (0600) so tokens written to
 ``.dev/endpoint.json`` stay valid across restarts of ``make dev``. Codes and refresh
 tokens live in memory: a restart signs everyone out, nothing more.
@@ -75,7 +81,7 @@ class SignIn:
     scopes: list[str]
     resource: str | None
     redirect_uri: str
-    challenge: str | None
+    challenge: str  # PKCE S256
     expires_at: float
 
 
@@ -278,12 +284,12 @@ class LocalIssuer:
                 return 400, _error("invalid_grant", "Code was issued to another client"), no_store
             if fields.get("redirect_uri") != granted.redirect_uri:
                 return 400, _error("invalid_grant", "redirect_uri does not match"), no_store
-            if granted.challenge is not None:
-                verifier = fields.get("code_verifier", "")
-                if not _PKCE_VERIFIER.match(verifier) or not hmac.compare_digest(
-                    _s256(verifier), granted.challenge
-                ):
-                    return 400, _error("invalid_grant", "PKCE verification failed"), no_store
+            # Every code here was issued with a challenge (authorize requires one).
+            verifier = fields.get("code_verifier", "")
+            if not _PKCE_VERIFIER.match(verifier) or not hmac.compare_digest(
+                _s256(verifier), granted.challenge
+            ):
+                return 400, _error("invalid_grant", "PKCE verification failed"), no_store
         else:
             with self._lock:
                 granted = self._refresh_tokens.get(fields.get("refresh_token", ""))
@@ -348,11 +354,11 @@ class LocalIssuer:
         ):
             return fail("unauthorized_client", "the client may not use the code grant")
         challenge, method = fields.get("code_challenge"), fields.get("code_challenge_method")
-        if (challenge is None) != (method is None):
-            return fail("invalid_request", "code_challenge and code_challenge_method go together")
-        if method is not None and method != "S256":
+        if challenge is None or method is None:
+            return fail("invalid_request", "PKCE is required: code_challenge with method S256")
+        if method != "S256":
             return fail("invalid_request", "only S256 is supported")
-        if challenge is not None and not _PKCE_CHALLENGE.match(challenge):
+        if not _PKCE_CHALLENGE.match(challenge):
             return fail("invalid_request", "code_challenge is not an S256 challenge")
         allowed = list(client.get("AllowedOAuthScopes", []))
         requested = fields["scope"].split() if fields.get("scope") else allowed

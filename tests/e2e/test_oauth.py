@@ -2,8 +2,10 @@
 stack, starting from nothing but the endpoint URL. From the bare 401 (API Gateway's, with
 no challenge, as in AWS) it discovers the protected-resource metadata at the well-known
 path, the product's authorization-server metadata, registers itself (RFC 7591), signs
-alice in (authorization code with PKCE; the local sign-in page takes ``login_hint``) and
-then calls the tools, in both protocol generations."""
+alice in (authorization code with PKCE, through the product's authorization endpoint,
+which hands a loopback redirect straight on to the pool's; the local sign-in page takes
+``login_hint``) and then calls the tools, in both protocol generations. With a redirect
+that leaves the machine, through the consent page: tests/e2e/test_signin_consent.py."""
 
 from __future__ import annotations
 
@@ -53,21 +55,25 @@ class MemoryStorage:
 
 class ScriptedBrowser:
     """What the user's browser does: open the authorization URL, sign in as ``who``
-    (``login_hint`` instead of clicking), and hand the redirect back to the client."""
+    (``login_hint`` instead of clicking), follow the redirects and hand the last one,
+    to the client's redirect URI, back to the client."""
 
     def __init__(self, who: str) -> None:
         self.who = who
         self.opened: list[str] = []
+        self.hops: list[str] = []
         self.redirect: dict[str, list[str]] = {}
 
     async def open(self, authorization_url: str) -> None:
         self.opened.append(authorization_url)
+        url = f"{authorization_url}&login_hint={self.who}"
         async with httpx2.AsyncClient(timeout=30) as browser:
-            page = await browser.get(f"{authorization_url}&login_hint={self.who}")
-        assert page.status_code == 302, page.text
-        location = page.headers["location"]
-        assert location.startswith(REDIRECT)
-        self.redirect = parse_qs(urlsplit(location).query)
+            while not url.startswith(REDIRECT):
+                self.hops.append(urlsplit(url).path)
+                page = await browser.get(url)
+                assert page.status_code == 302 and len(self.hops) < 5, page.text
+                url = page.headers["location"]
+        self.redirect = parse_qs(urlsplit(url).query)
 
     async def callback(self) -> AuthorizationCodeResult:
         return AuthorizationCodeResult(
@@ -160,6 +166,10 @@ def test_sdk_client_discovers_registers_signs_in_and_calls_tools(
     assert described["CallbackURLs"] == [REDIRECT] and "ClientSecret" not in described
     assert "memory/admin" not in described["AllowedOAuthScopes"]
     (opened,) = browser.opened
+    # The product's authorization endpoint, which sent the browser on to the pool's
+    # (a loopback redirect: no consent page), which redirected to the client.
+    assert opened.startswith(stack.info["authorization_endpoint"] + "?")
+    assert browser.hops == ["/authorize", "/oauth2/authorize"]
     authorization = parse_qs(urlsplit(opened).query)
     assert authorization["code_challenge_method"] == ["S256"]
     assert authorization["resource"] == [url]

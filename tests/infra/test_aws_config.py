@@ -135,3 +135,15 @@ def test_the_cursor_key_comes_from_secrets_manager_once() -> None:
         assert aws_config.cursor_secret(pinned, client=Counting()) == "r" * 64
         assert calls[-1] == {"SecretId": arn, "VersionId": rotated}
     assert aws_config.cursor_secret({"CURSOR_SECRET": "local" * 8}) == "local" * 8
+
+
+def test_the_consent_key_comes_from_secrets_manager() -> None:
+    """The authorization endpoint's key (CONSENT_SECRET_ARN), read as the cursor key is."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = client.create_secret(Name="consent", SecretString="c" * 64)["ARN"]
+        assert aws_config.consent_secret({"CONSENT_SECRET_ARN": arn}, client=client) == "c" * 64
+    assert aws_config.consent_secret({"CONSENT_SECRET": "local" * 8}) == "local" * 8

@@ -16,12 +16,12 @@ from memory_server.data import migrate
 from memory_server.domain import limits
 from memory_server.domain.grants import SCOPE_GRANTS
 from memory_server.edge import aws_config, runtime
-from memory_server.signin import authorizer, management
+from memory_server.signin import authorization, authorizer, management, registration
 
 from tests.infra.conftest import NESTED, ROOT, TEMPLATE, resources_of
 
 IN_VPC = ("McpFunction", "AuditSweeperFunction", "MigrationFunction")
-OUTSIDE_VPC = ("AuthorizerFunction", "ManagementFunction")
+OUTSIDE_VPC = ("AuthorizerFunction", "ManagementFunction", "AuthorizationFunction")
 FUNCTIONS = (*IN_VPC, *OUTSIDE_VPC)
 ROLES = {
     "McpFunction": "McpRole",
@@ -29,13 +29,21 @@ ROLES = {
     "MigrationFunction": "MigrationRole",
     "AuthorizerFunction": "AuthorizerRole",
     "ManagementFunction": "ManagementRole",
+    "AuthorizationFunction": "AuthorizationRole",
 }
 MCP_PATH = "/w/{workspace}/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/w/{workspace}/mcp"
 ADMIN_PATH = "/w/{workspace}/admin/{proxy+}"
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTER_PATH = "/register"
-PUBLIC = {METADATA_PATH: "get", AS_METADATA_PATH: "get", REGISTER_PATH: "post"}
+AUTHORIZE_PATH = "/authorize"
+PUBLIC = {
+    (METADATA_PATH, "get"),
+    (AS_METADATA_PATH, "get"),
+    (REGISTER_PATH, "post"),
+    (AUTHORIZE_PATH, "get"),
+    (AUTHORIZE_PATH, "post"),
+}
 
 # Actions AWS does not let a policy scope to a resource, and which are therefore
 # granted on "*" (each named where it is used in template.yaml):
@@ -121,11 +129,11 @@ def test_authorizer_is_on_every_mcp_and_admin_route_and_only_sign_in_is_public(
     transformed: dict[str, Any], sam_template: dict[str, Any]
 ) -> None:
     routes = list(_routes(transformed))
-    assert {path for path, _, _ in routes} == {MCP_PATH, ADMIN_PATH, *PUBLIC}
+    assert {path for path, _, _ in routes} == {MCP_PATH, ADMIN_PATH} | {p for p, _ in PUBLIC}
     for path, method, spec in routes:
         (security,) = spec["security"]
-        if path in PUBLIC:
-            assert (method, security) == (PUBLIC[path], {"NONE": []})
+        if path not in (MCP_PATH, ADMIN_PATH):
+            assert (path, method) in PUBLIC and security == {"NONE": []}
         else:
             # The Lambda authorizer on every method of both routes; which scope each
             # route needs is the authorizer's (and again the handler's) business.
@@ -248,6 +256,7 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
     assert mcp["secretsmanager:GetSecretValue"] == [{"Ref": "CursorSecret"}]
     management = _role_actions(transformed, "ManagementRole")
     signin = _role_actions(transformed, "AuthorizerRole")
+    consent = _role_actions(transformed, "AuthorizationRole")
     signin_table = {"Fn::GetAtt": ["SigninTable", "Arn"]}
     pool = {"Fn::GetAtt": ["UserPool", "Arn"]}
     assert mcp["lambda:InvokeFunction"] == [{"Fn::GetAtt": ["ManagementFunction", "Arn"]}]
@@ -261,12 +270,19 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
     }
     assert management["events:PutEvents"] == [bus]
     assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    # The authorization endpoint reads app clients and its one secret; it writes nothing.
+    assert consent == {
+        "logs:CreateLogStream": [{"Fn::GetAtt": ["AuthorizationLogGroup", "Arn"]}],
+        "logs:PutLogEvents": [{"Fn::GetAtt": ["AuthorizationLogGroup", "Arn"]}],
+        "cognito-idp:DescribeUserPoolClient": [pool],
+        "secretsmanager:GetSecretValue": [{"Ref": "ConsentSecret"}],
+    }
     # The MCP function records registered clients' last use, nothing else there.
     assert mcp["dynamodb:UpdateItem"] == [table, signin_table]
     assert [a for a in mcp if a.startswith("dynamodb:") and signin_table in mcp[a]] == [
         "dynamodb:UpdateItem"
     ]
-    for role in ("AuthorizerRole", "ManagementRole"):
+    for role in ("AuthorizerRole", "ManagementRole", "AuthorizationRole"):
         assert not [a for a in _role_actions(transformed, role) if a.startswith(("ec2:", "rds"))]
     assert not [a for a in migration if a.startswith(("dynamodb:", "events:", "rds-db:"))]
     secrets = json.dumps(migration["secretsmanager:GetSecretValue"])
@@ -281,6 +297,8 @@ def test_only_the_management_function_may_write_to_the_user_pool(
         cognito = [a for a in _role_actions(transformed, role) if a.startswith("cognito-idp:")]
         if role == "ManagementRole":
             assert cognito
+        elif role == "AuthorizationRole":
+            assert cognito == ["cognito-idp:DescribeUserPoolClient"]  # a read, for /authorize
         else:
             # Not even a read: the MCP function reaches the pool only through the
             # management function, which is outside the VPC.
@@ -358,16 +376,14 @@ def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
     stage's default."""
     api = sam_template["Resources"]["HttpApi"]["Properties"]
     routes = api["RouteSettings"]
-    sign_in = {f"{method.upper()} {path}" for path, method in PUBLIC.items()} - {
-        f"GET {METADATA_PATH}"
-    }
+    sign_in = {f"{method.upper()} {path}" for path, method in PUBLIC} - {f"GET {METADATA_PATH}"}
     assert set(routes) == {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"} | sign_in
     limits = {
         key: (value["ThrottlingRateLimit"]["Ref"], value["ThrottlingBurstLimit"]["Ref"])
         for key, value in routes.items()
     }
-    # One parameter pair per route; the two sign-in routes (one client's discovery and
-    # registration) share theirs.
+    # One parameter pair per route; the sign-in routes (one client's discovery,
+    # registration and authorization) share theirs.
     assert len(set(limits.values())) == 4
     assert {limits[key] for key in sign_in} == {("SigninRateLimit", "SigninBurstLimit")}
     params = sam_template["Parameters"]
@@ -379,7 +395,7 @@ def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
     # The routes the functions declare are exactly the keys throttled.
     declared = {
         f"{event['Properties']['Method']} {event['Properties']['Path']}"
-        for function in ("McpFunction", "ManagementFunction")
+        for function in ("McpFunction", "ManagementFunction", "AuthorizationFunction")
         for event in sam_template["Resources"][function]["Properties"]["Events"].values()
         if event["Type"] == "HttpApi"
     }
@@ -513,6 +529,21 @@ def test_sign_in_functions_get_what_their_code_reads(
     }
     mgmt_env = resources["ManagementFunction"]["Properties"]["Environment"]["Variables"]
     assert set(mgmt_env) == set(management.ENVIRONMENT)
+    # Registration's https allow-list: the parameter's default is the code's default.
+    assert mgmt_env["ALLOWED_REDIRECT_URIS"] == {"Ref": "AllowedRedirectUris"}
+    parameter = sam_template["Parameters"]["AllowedRedirectUris"]
+    assert registration.allowed_redirect_uris(parameter["Default"]) == set(
+        registration.DEFAULT_ALLOWED_REDIRECT_URIS
+    )
+    pattern = re.compile(parameter["AllowedPattern"])
+    for good in (parameter["Default"], "", "https://a.example/cb"):
+        assert pattern.fullmatch(good), good
+    for bad in ("http://a.example/cb", "https://a.example/cb, https://b.example/cb", "*"):
+        assert not pattern.fullmatch(bad), bad
+    consent_env = resources["AuthorizationFunction"]["Properties"]["Environment"]["Variables"]
+    assert set(consent_env) == set(authorization.ENVIRONMENT)
+    assert consent_env["CONSENT_SECRET_ARN"] == {"Ref": "ConsentSecret"}
+    assert consent_env["OAUTH_BASE_URL"] == mgmt_env["OAUTH_BASE_URL"]
     assert mgmt_env["CLIENT_IDLE_DAYS"] == {"Ref": "RegisteredClientIdleDays"}
     assert sam_template["Parameters"]["RegisteredClientIdleDays"]["Default"] == (
         limits.REGISTERED_CLIENT_IDLE_DAYS
@@ -557,6 +588,7 @@ def test_outputs_name_the_endpoint_pool_issuer_bus_and_table(sam_template: dict[
         "IdempotencyTableName",
         "AuthorizationServerMetadataUrl",
         "RegistrationEndpoint",
+        "AuthorizationEndpoint",
         "ManagementFunctionName",
     ):
         assert name in outputs

@@ -1,6 +1,8 @@
 """Sign-in over HTTP on the emulator: the management function's discovery and
-registration routes, and the local stand-in for the user pool's authorize and token
-endpoints (authorization code with PKCE, the sign-in page, login_hint, refresh)."""
+registration routes, the product's authorization endpoint for loopback redirects
+(straight on to the pool; its consent page: tests/local/test_consent.py), and the local
+stand-in for the user pool's authorize and token endpoints (authorization code with
+PKCE, required; the sign-in page, login_hint, refresh)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from memory_local.aws import LocalAws
 from memory_local.gateway import ApiGateway
 from memory_local.tokens import LocalIssuer
 from memory_server.admin.identity import CognitoDirectory
+from memory_server.signin.authorization import Authorization, PoolClients
 from memory_server.signin.management import Management
 from memory_server.signin.registry import SigninTable
 
@@ -41,6 +44,12 @@ def signin(local_aws: LocalAws, issuer: LocalIssuer) -> Iterator[ApiGateway]:
         clock=lambda: 3_000_000_000.0,
     )
     gateway.management = management.route
+    gateway.authorization = Authorization(
+        clients=PoolClients(local_aws.client("cognito-idp"), provisioned.user_pool_id),
+        pool_authorize_url=f"{gateway.url}/oauth2/authorize",
+        key=b"k" * 32,
+        public_base_url=gateway.url,
+    ).route
     try:
         yield gateway
     finally:
@@ -109,7 +118,7 @@ def test_discovery_is_served_by_the_product(signin: ApiGateway) -> None:
     assert response.status == 200
     doc = response.json()
     assert doc["issuer"] == signin.url
-    assert doc["authorization_endpoint"] == f"{signin.url}/oauth2/authorize"
+    assert doc["authorization_endpoint"] == f"{signin.url}/authorize"  # the product's own
     assert doc["token_endpoint"] == f"{signin.url}/oauth2/token"
     assert doc["registration_endpoint"] == f"{signin.url}/register"
     assert doc["code_challenge_methods_supported"] == ["S256"]
@@ -304,3 +313,81 @@ def test_codes_expire(
         code_verifier=verifier,
     )
     assert (response.status, response.json()["error"]) == (400, "invalid_grant")
+
+
+def test_a_loopback_redirect_goes_straight_on_to_the_pool_and_login_hint_signs_in(
+    signin: ApiGateway, alice_sub: str
+) -> None:
+    """The code never leaves the machine, so no consent page: the product's endpoint
+    hands the same parameters to the pool's, and the scripted sign-in keeps working."""
+    client = registered(signin)
+    verifier, challenge = pkce()
+    params = dict(
+        response_type="code",
+        client_id=client["client_id"],
+        redirect_uri=REDIRECT,
+        state="st-2",
+        code_challenge=challenge,
+        code_challenge_method="S256",
+        scope="memory/read",
+        login_hint="alice",
+    )
+    handed_on = request(signin.url, "GET", "/authorize?" + urlencode(params))
+    assert handed_on.status == 302 and handed_on.header("Cache-Control") == "no-store"
+    location = handed_on.header("Location") or ""
+    assert location.startswith(f"{signin.url}/oauth2/authorize?")
+    assert parse_qs(urlsplit(location).query) == {k: [v] for k, v in params.items()}
+    answer = redirected(
+        request(signin.url, "GET", urlsplit(location).path + "?" + urlsplit(location).query)
+    )
+    assert answer["state"] == "st-2"
+    issued = token(
+        signin,
+        grant_type="authorization_code",
+        code=answer["code"],
+        redirect_uri=REDIRECT,
+        client_id=client["client_id"],
+        code_verifier=verifier,
+    )
+    assert issued.status == 200, issued.body
+    claims = jwt.decode(issued.json()["access_token"], options={"verify_signature": False})
+    assert claims["sub"] == alice_sub and claims["scope"] == "memory/read"
+
+
+def test_pkce_is_required_by_both_authorize_endpoints_and_by_the_token_endpoint(
+    signin: ApiGateway,
+) -> None:
+    """Issue 23, item 7: a public client's code was redeemed without a verifier when its
+    authorization request carried no challenge."""
+    client = registered(signin)
+    verifier, challenge = pkce()
+    without = dict(
+        response_type="code",
+        client_id=client["client_id"],
+        redirect_uri=REDIRECT,
+        state="s",
+        login_hint="alice",
+    )
+    weak = [
+        without,
+        {**without, "code_challenge": challenge},  # no method
+        {**without, "code_challenge_method": "S256"},  # no challenge
+        {**without, "code_challenge": verifier, "code_challenge_method": "plain"},
+        {**without, "code_challenge": "short", "code_challenge_method": "S256"},
+    ]
+    for path in ("/authorize", "/oauth2/authorize"):  # the product's and the pool's
+        for params in weak:
+            response = request(signin.url, "GET", f"{path}?{urlencode(params)}")
+            answer = redirected(response)
+            assert (answer["error"], answer["state"]) == ("invalid_request", "s"), (path, params)
+            assert "code" not in answer
+    # The token endpoint: no verifier (absent or empty) or a wrong one is invalid_grant.
+    base = dict(
+        grant_type="authorization_code", redirect_uri=REDIRECT, client_id=client["client_id"]
+    )
+    for verifier_field in ({}, {"code_verifier": ""}, {"code_verifier": pkce()[0]}):
+        code = alice_code(signin, client["client_id"], challenge)
+        refused = token(signin, **base, code=code, **verifier_field)
+        assert (refused.status, refused.json()["error"]) == (400, "invalid_grant"), verifier_field
+    code = alice_code(signin, client["client_id"], challenge)
+    assert token(signin, **base, code=code, code_verifier=verifier).status == 200

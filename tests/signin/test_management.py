@@ -318,3 +318,27 @@ def test_http_requests_never_reach_the_direct_actions(mgmt: Management) -> None:
         "memory/write.shared",
         "memory/delete",
     }
+
+
+def test_registration_takes_https_redirects_only_from_the_operators_list(
+    mgmt: Management, signin_aws: LocalAws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evil = register(mgmt, client_name="Claude Desktop", redirect_uris=["https://evil.example/cb"])
+    assert evil["statusCode"] == 400
+    assert json.loads(evil["body"])["error"] == "invalid_redirect_uri"
+    claude = register(mgmt, redirect_uris=["https://claude.ai/api/mcp/auth_callback"])
+    assert claude["statusCode"] == 201, claude["body"]
+    # The function reads its list from ALLOWED_REDIRECT_URIS (the template's parameter).
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    env = {
+        "USER_POOL_ID": signin_aws.provisioned.user_pool_id,
+        "OAUTH_BASE_URL": "https://pool.example",
+        "SIGNIN_TABLE": signin_aws.provisioned.signin_table,
+    }
+    built = management_module.build_management(
+        {**env, "ALLOWED_REDIRECT_URIS": "https://evil.example/cb"}
+    )
+    assert built.allowed_redirect_uris == {"https://evil.example/cb"}
+    assert management_module.build_management(env).allowed_redirect_uris == (
+        mgmt.allowed_redirect_uris
+    )

@@ -9,11 +9,18 @@ from memory_server.domain.errors import OAuthError
 from memory_server.domain.grants import MCP_SCOPES
 from memory_server.domain.limits import REGISTRATION_BODY_MAX_BYTES, REGISTRATION_MAX_REDIRECT_URIS
 from memory_server.signin.registration import (
+    DEFAULT_ALLOWED_REDIRECT_URIS,
+    REDIRECT_RULE,
     allowed_redirect_uri,
+    allowed_redirect_uris,
     cognito_client_name,
+    display_name,
+    is_loopback_redirect,
     parse_registration,
     server_metadata,
 )
+
+EVIL = "https://evil.example/cb"
 
 
 @pytest.mark.parametrize(
@@ -23,12 +30,47 @@ from memory_server.signin.registration import (
         "http://127.0.0.1/callback",
         "http://localhost:6274/oauth/callback",
         "http://localhost:8787/callback?x=1",
-        "https://claude.ai/api/mcp/auth_callback",
-        "https://www.cursor.com/agents/mcp/oauth/callback",
+        "http://[::1]:8080/callback",
+        "HTTP://LOCALHOST:9/cb",
     ],
 )
-def test_loopback_http_and_any_https_are_allowed(uri: str) -> None:
-    assert allowed_redirect_uri(uri)
+def test_loopback_http_is_always_allowed(uri: str) -> None:
+    assert is_loopback_redirect(uri)
+    assert allowed_redirect_uri(uri) and allowed_redirect_uri(uri, frozenset())
+
+
+def test_https_only_where_the_operator_allows_it_exactly() -> None:
+    assert "https://claude.ai/api/mcp/auth_callback" in DEFAULT_ALLOWED_REDIRECT_URIS
+    assert "https://chatgpt.com/connector_platform_oauth_redirect" in DEFAULT_ALLOWED_REDIRECT_URIS
+    for uri in DEFAULT_ALLOWED_REDIRECT_URIS:
+        assert allowed_redirect_uri(uri) and not is_loopback_redirect(uri)
+    near_misses = [
+        EVIL,
+        "https://www.cursor.com/agents/mcp/oauth/callback",
+        "https://claude.ai/api/mcp/auth_callback/",
+        "https://claude.ai/api/mcp/auth_callback?next=https://evil.example",
+        "https://claude.ai.evil.example/api/mcp/auth_callback",
+        "https://CLAUDE.ai/api/mcp/auth_callback",
+        "http://claude.ai/api/mcp/auth_callback",
+        "https://claude.ai:444/api/mcp/auth_callback",
+    ]
+    for uri in near_misses:
+        assert not allowed_redirect_uri(uri), uri
+    mine = frozenset({"https://agents.example.org/oauth/callback"})
+    assert allowed_redirect_uri("https://agents.example.org/oauth/callback", mine)
+    assert not allowed_redirect_uri("https://claude.ai/api/mcp/auth_callback", mine)
+
+
+def test_the_operators_setting() -> None:
+    assert allowed_redirect_uris(None) == frozenset(DEFAULT_ALLOWED_REDIRECT_URIS)
+    assert allowed_redirect_uris("") == frozenset()  # loopback only
+    assert allowed_redirect_uris(" https://a.example/cb , https://b.example/cb,") == {
+        "https://a.example/cb",
+        "https://b.example/cb",
+    }
+    for bad in ("http://a.example/cb", "a.example/cb", "https://a.example/cb#x", "cursor://x"):
+        with pytest.raises(ValueError, match="ALLOWED_REDIRECT_URIS"):
+            allowed_redirect_uris(f"https://ok.example/cb,{bad}")
 
 
 @pytest.mark.parametrize(
@@ -36,8 +78,10 @@ def test_loopback_http_and_any_https_are_allowed(uri: str) -> None:
     [
         "http://example.com/callback",  # http off the loopback interface
         "http://127.0.0.2/callback",
-        "http://[::1]:8080/callback",
+        "http://[::2]:8080/callback",
         "http://localhost.evil.example/callback",
+        "https://localhost:8080/callback",  # loopback is http; https needs the list
+        EVIL,
         "cursor://anysphere.cursor-mcp/oauth/callback",  # private-use schemes
         "javascript:alert(1)",
         "file:///etc/passwd",
@@ -54,6 +98,10 @@ def test_loopback_http_and_any_https_are_allowed(uri: str) -> None:
 )
 def test_everything_else_is_refused(uri: str) -> None:
     assert not allowed_redirect_uri(uri)
+    well_formed_https = (EVIL, "https://localhost:8080/callback")
+    if uri not in well_formed_https:
+        # Not even when listed: only a well-formed https URI can be allowed by the list.
+        assert not allowed_redirect_uri(uri, frozenset({uri}))
 
 
 def _body(**metadata: object) -> bytes:
@@ -78,29 +126,35 @@ def test_what_an_mcp_sdk_client_sends_is_registered_as_a_public_client() -> None
 
 
 def test_refused_uris_are_dropped_and_duplicates_merged() -> None:
-    cursor_like = parse_registration(
-        _body(
-            redirect_uris=[
-                "cursor://anysphere.cursor-mcp/oauth/callback",
-                "https://www.cursor.com/agents/mcp/oauth/callback",
-                "http://localhost:8787/callback",
-                "http://localhost:8787/callback",
-            ]
-        )
-    )
-    assert cursor_like.redirect_uris == [
+    cursor_like = [
+        "cursor://anysphere.cursor-mcp/oauth/callback",
         "https://www.cursor.com/agents/mcp/oauth/callback",
         "http://localhost:8787/callback",
+        "http://localhost:8787/callback",
     ]
-    assert cursor_like.refused_uris == ["cursor://anysphere.cursor-mcp/oauth/callback"]
+    by_default = parse_registration(_body(redirect_uris=cursor_like))
+    assert by_default.redirect_uris == ["http://localhost:8787/callback"]
+    assert by_default.refused_uris == cursor_like[:2]
+    allowed = frozenset({"https://www.cursor.com/agents/mcp/oauth/callback"})
+    listed = parse_registration(_body(redirect_uris=cursor_like), allowed)
+    assert listed.redirect_uris == cursor_like[1:3]
+    assert listed.refused_uris == cursor_like[:1]
+
+
+def test_an_https_redirect_outside_the_list_is_refused_naming_the_rule() -> None:
+    with pytest.raises(OAuthError) as refused:
+        parse_registration(_body(redirect_uris=[EVIL], client_name="Claude Desktop"))
+    assert (refused.value.status, refused.value.code) == (400, "invalid_redirect_uri")
+    assert REDIRECT_RULE in refused.value.message and EVIL in refused.value.message
+    # The same URI is registered once the operator lists it.
+    assert parse_registration(_body(redirect_uris=[EVIL]), {EVIL}).redirect_uris == [EVIL]
 
 
 def test_scopes_are_at_most_the_mcp_scopes() -> None:
-    assert parse_registration(_body(redirect_uris=["https://a.example/cb"])).scopes == list(
-        MCP_SCOPES
-    )
+    loopback = "http://127.0.0.1:1/cb"
+    assert parse_registration(_body(redirect_uris=[loopback])).scopes == list(MCP_SCOPES)
     asked = parse_registration(
-        _body(redirect_uris=["https://a.example/cb"], scope="memory/admin memory/read openid")
+        _body(redirect_uris=[loopback], scope="memory/admin memory/read openid")
     )
     assert asked.scopes == ["memory/read"]
     assert "memory/admin" not in MCP_SCOPES
@@ -113,30 +167,31 @@ def test_scopes_are_at_most_the_mcp_scopes() -> None:
         (b"[]", "invalid_client_metadata"),
         (_body(), "invalid_redirect_uri"),
         (_body(redirect_uris=[]), "invalid_redirect_uri"),
-        (_body(redirect_uris="https://a.example/cb"), "invalid_redirect_uri"),
+        (_body(redirect_uris="http://127.0.0.1:1/cb"), "invalid_redirect_uri"),
+        (_body(redirect_uris=[EVIL]), "invalid_redirect_uri"),
         (_body(redirect_uris=["cursor://x/cb", "http://example.com/cb"]), "invalid_redirect_uri"),
         (
             _body(
                 redirect_uris=[
-                    f"https://a.example/{i}" for i in range(REGISTRATION_MAX_REDIRECT_URIS + 1)
+                    f"http://127.0.0.1/{i}" for i in range(REGISTRATION_MAX_REDIRECT_URIS + 1)
                 ]
             ),
             "invalid_redirect_uri",
         ),
         (
-            _body(redirect_uris=["https://a.example/cb"], grant_types=["client_credentials"]),
+            _body(redirect_uris=["http://127.0.0.1:1/cb"], grant_types=["client_credentials"]),
             "invalid_client_metadata",
         ),
         (
-            _body(redirect_uris=["https://a.example/cb"], response_types=["token"]),
+            _body(redirect_uris=["http://127.0.0.1:1/cb"], response_types=["token"]),
             "invalid_client_metadata",
         ),
-        (_body(redirect_uris=["https://a.example/cb"], scope="openid"), "invalid_client_metadata"),
+        (_body(redirect_uris=["http://127.0.0.1:1/cb"], scope="openid"), "invalid_client_metadata"),
         (
-            _body(redirect_uris=["https://a.example/cb"], scope=["memory/read"]),
+            _body(redirect_uris=["http://127.0.0.1:1/cb"], scope=["memory/read"]),
             "invalid_client_metadata",
         ),
-        (_body(redirect_uris=["https://a.example/cb"], client_name=7), "invalid_client_metadata"),
+        (_body(redirect_uris=["http://127.0.0.1:1/cb"], client_name=7), "invalid_client_metadata"),
         (b" " * (REGISTRATION_BODY_MAX_BYTES + 1), "invalid_client_metadata"),
     ],
 )
@@ -151,6 +206,9 @@ def test_cognito_names_stay_within_cognitos_pattern() -> None:
     assert name.startswith("mcp-registered.0123456789ab.")
     assert all(c.isalnum() or c in "_ +=,.@-" for c in name) and len(name) <= 128
     assert cognito_client_name(None, "n").endswith(".unnamed")
+    # The consent page shows what the client called itself, without the prefix.
+    assert display_name(cognito_client_name("Claude Desktop", "0123456789ab")) == "Claude Desktop"
+    assert display_name("people") == "people"
 
 
 def test_server_metadata_promises_what_mcp_clients_require() -> None:
@@ -159,9 +217,8 @@ def test_server_metadata_promises_what_mcp_clients_require() -> None:
     )
     assert doc["issuer"] == "https://api.example.com"
     assert doc["registration_endpoint"] == "https://api.example.com/register"
-    assert doc["authorization_endpoint"] == (
-        "https://memory.auth.us-east-1.amazoncognito.com/oauth2/authorize"
-    )
+    # The product's own endpoint (consent, PKCE required), not the pool's.
+    assert doc["authorization_endpoint"] == "https://api.example.com/authorize"
     assert doc["token_endpoint"] == "https://memory.auth.us-east-1.amazoncognito.com/oauth2/token"
     assert doc["code_challenge_methods_supported"] == ["S256"]
     assert "none" in doc["token_endpoint_auth_methods_supported"]

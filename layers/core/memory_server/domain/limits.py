@@ -172,6 +172,9 @@ CLIENT_NAME_MAX_CHARS = 64
 SIGNIN_ACCESS_TOKEN_MINUTES = 60  # registered clients' tokens (Cognito: 5 min to 1 day)
 SIGNIN_REFRESH_TOKEN_DAYS = 30
 AUTHORIZATION_CODE_TTL_S = 300  # Cognito's authorization codes live five minutes
+# How long a consent page's Approve/Deny stays good (its signed token and cookie).
+CONSENT_TTL_S = 600
+CONSENT_SECRET_MIN_CHARS = 32  # the key that signs consent tokens
 
 # -- Prompts -------------------------------------------------------------------------
 PROMPTS_TTL_MS = 60_000  # prompts/list: the caller's view of skills, which changes

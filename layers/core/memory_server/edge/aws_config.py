@@ -23,6 +23,8 @@ Without ``DB_IAM_AUTH`` (local development, tests) the URL is returned unchanged
 The cursor key: ``CURSOR_SECRET_ARN`` (and optionally ``CURSOR_SECRET_VERSION_ID``)
 names a Secrets Manager secret read once per process (at init, so SnapStart keeps
 it and no request waits for it); without it, ``CURSOR_SECRET`` (local runs, tests).
+The consent key of the authorization endpoint (``signin.authorization``) the same
+way: ``CONSENT_SECRET_ARN``, else ``CONSENT_SECRET``.
 """
 
 from __future__ import annotations
@@ -117,10 +119,20 @@ def database_conninfo(
 def cursor_secret(env: Mapping[str, str] = os.environ, *, client: Any = None) -> str:
     """The key that signs cursors: from Secrets Manager when ``CURSOR_SECRET_ARN`` is
     set (read once per process and version), else ``CURSOR_SECRET``."""
-    arn = env.get("CURSOR_SECRET_ARN")
+    return _secret(env, "CURSOR_SECRET", client)
+
+
+def consent_secret(env: Mapping[str, str] = os.environ, *, client: Any = None) -> str:
+    """The key that signs consent tokens: from Secrets Manager when
+    ``CONSENT_SECRET_ARN`` is set (read once per process), else ``CONSENT_SECRET``."""
+    return _secret(env, "CONSENT_SECRET", client)
+
+
+def _secret(env: Mapping[str, str], name: str, client: Any) -> str:
+    arn = env.get(f"{name}_ARN")
     if not arn:
-        return env.get("CURSOR_SECRET", "")
-    version = env.get("CURSOR_SECRET_VERSION_ID") or None
+        return env.get(name, "")
+    version = env.get(f"{name}_VERSION_ID") or None
     if (arn, version) not in _SECRETS:
         if client is None:
             import boto3  # only in AWS

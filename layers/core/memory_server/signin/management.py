@@ -5,8 +5,9 @@ table, the audit bus), it answers three kinds of event:
 
 - HTTP API events (payload 2.0) on two public routes: ``GET
   /.well-known/oauth-authorization-server`` (RFC 8414 metadata) and ``POST /register``
-  (RFC 7591 registration: rate-limited per source and in total, audited on the audit
-  bus, recorded in the sign-in table);
+  (RFC 7591 registration: loopback redirects or the operator's allowed https ones,
+  rate-limited per source and in total, audited on the audit bus, recorded in the
+  sign-in table);
 - direct invocations from the MCP function's admin API (``LambdaDirectory``):
   ``{"action": "create_agent_client", "name", "scopes"}`` and ``{"action":
   "delete_agent_client", "client_id"}``;
@@ -40,9 +41,11 @@ from memory_server.domain.limits import (
 )
 from memory_server.gateway.events import base_url, json_response, request_body
 from memory_server.signin.registration import (
+    DEFAULT_ALLOWED_REDIRECT_URIS,
     GRANT_TYPES,
     METADATA_PATH,
     REGISTER_PATH,
+    allowed_redirect_uris,
     cognito_client_name,
     parse_registration,
     server_metadata,
@@ -64,6 +67,7 @@ ENVIRONMENT = (
     "SIGNIN_TABLE",
     "AUDIT_BUS_NAME",
     "CLIENT_IDLE_DAYS",
+    "ALLOWED_REDIRECT_URIS",
 )
 
 
@@ -76,6 +80,8 @@ class Management:
     events_client: Any = None
     audit_bus: str | None = None
     idle_days: int = REGISTERED_CLIENT_IDLE_DAYS
+    # The https redirect URIs registration accepts (loopback ones always are).
+    allowed_redirect_uris: frozenset[str] = frozenset(DEFAULT_ALLOWED_REDIRECT_URIS)
     clock: Callable[[], float] = time.time
     _actions: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = field(init=False)
 
@@ -113,7 +119,7 @@ class Management:
             return json_response(status, body, headers)
 
     def _register(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        request = parse_registration(request_body(event))
+        request = parse_registration(request_body(event), self.allowed_redirect_uris)
         context = event.get("requestContext", {})
         source = str(context.get("http", {}).get("sourceIp", "unknown"))
         now = self.clock()
@@ -276,7 +282,8 @@ def _cognito_refusal(exc: Exception) -> OAuthError:
 
 def build_management(env: Mapping[str, str] = os.environ) -> Management:
     """From the template's environment: ``USER_POOL_ID``, ``OAUTH_BASE_URL``,
-    ``SIGNIN_TABLE``, ``PUBLIC_BASE_URL``, ``AUDIT_BUS_NAME``, ``CLIENT_IDLE_DAYS``."""
+    ``SIGNIN_TABLE``, ``PUBLIC_BASE_URL``, ``AUDIT_BUS_NAME``, ``CLIENT_IDLE_DAYS``,
+    ``ALLOWED_REDIRECT_URIS`` (unset: the default allow-list)."""
     import boto3
 
     from memory_server.admin.identity import CognitoDirectory
@@ -289,4 +296,5 @@ def build_management(env: Mapping[str, str] = os.environ) -> Management:
         events_client=boto3.client("events") if env.get("AUDIT_BUS_NAME") else None,
         audit_bus=env.get("AUDIT_BUS_NAME") or None,
         idle_days=int(env.get("CLIENT_IDLE_DAYS") or REGISTERED_CLIENT_IDLE_DAYS),
+        allowed_redirect_uris=allowed_redirect_uris(env.get("ALLOWED_REDIRECT_URIS")),
     )

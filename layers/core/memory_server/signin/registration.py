@@ -4,23 +4,30 @@ The user pool does the sign-in and issues the tokens; the product adds what MCP
 clients require of an authorization server and Cognito lacks:
 
 - RFC 8414 metadata (:func:`server_metadata`), at the product's origin, whose issuer is
-  that origin (the RFC 9728 metadata names it), whose authorization and token endpoints
-  are the pool's, and which states PKCE (``S256``) support and the registration endpoint;
+  that origin (the RFC 9728 metadata names it), whose authorization endpoint is the
+  product's own (:mod:`.authorization`: PKCE required, consent before a code leaves the
+  person's machine), whose token endpoint is the pool's, and which states PKCE
+  (``S256``) and the registration endpoint;
 - RFC 7591 registration (:func:`parse_registration`): a public client (no secret,
   authorization code + PKCE, refresh tokens) with redirect URIs on the loopback
-  interface over http (``127.0.0.1`` or ``localhost``, any port) or over https, and at
-  most the MCP scopes. Other redirect URIs are dropped from the registration (RFC 7591
-  §3.2.1 lets the server replace requested values; the answer lists what was
-  registered); a request left with none is refused with ``invalid_redirect_uri``.
+  interface over http (``127.0.0.1``, ``localhost`` or ``[::1]``, any port), where the
+  code never leaves the person's machine, or exactly one of the https redirect URIs
+  the operator allows (:data:`DEFAULT_ALLOWED_REDIRECT_URIS` unless
+  ``ALLOWED_REDIRECT_URIS`` says otherwise): anyone may register, so an https redirect
+  anywhere else would let a stranger's link send a person's code to the stranger. Other
+  redirect URIs are dropped from the registration (RFC 7591 §3.2.1 lets the server
+  replace requested values; the answer lists what was registered); a request left with
+  none is refused with ``invalid_redirect_uri``, naming the rule.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from memory_server.domain.errors import OAuthError
 from memory_server.domain.grants import MCP_SCOPES
@@ -33,8 +40,24 @@ from memory_server.domain.limits import (
 
 REGISTER_PATH = "/register"
 METADATA_PATH = "/.well-known/oauth-authorization-server"
+AUTHORIZE_PATH = "/authorize"  # the product's authorization endpoint (.authorization)
 GRANT_TYPES = ("authorization_code", "refresh_token")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # urlsplit's hostname of [::1]
+# The https redirect URIs registration accepts unless the operator sets others (the
+# template's AllowedRedirectUris, make dev's ALLOWED_REDIRECT_URIS): the exact
+# callbacks of the MCP hosts that sign in from their own servers. Desktop clients,
+# IDEs and the SDKs use loopback redirects, which are always accepted.
+DEFAULT_ALLOWED_REDIRECT_URIS = (
+    "https://claude.ai/api/mcp/auth_callback",
+    "https://claude.com/api/mcp/auth_callback",
+    "https://chatgpt.com/connector_platform_oauth_redirect",
+)
+REDIRECT_RULE = (
+    "a redirect URI must be http on the loopback interface (127.0.0.1, localhost or "
+    "[::1], any port) or exactly one of the https redirect URIs this server allows"
+)
+# Cognito's name of a registered client (cognito_client_name): prefix, number, name.
+_REGISTERED_NAME = re.compile(r"^mcp-registered\.[0-9a-f]+\.(?P<name>.*)$", re.DOTALL)
 # What a Cognito app client name may hold ([\w\s+=,.@-]+, at most 128 characters).
 _NAME_CHARS = re.compile(r"[^\w\s+=,.@-]")
 
@@ -51,10 +74,10 @@ class ClientRequest:
 
 def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
     """RFC 8414 metadata of the authorization server at ``base_url`` (the product),
-    signing people in at ``oauth_base_url`` (the user pool's domain)."""
+    whose tokens come from ``oauth_base_url`` (the user pool's domain)."""
     return {
         "issuer": base_url,
-        "authorization_endpoint": f"{oauth_base_url}/oauth2/authorize",
+        "authorization_endpoint": f"{base_url}{AUTHORIZE_PATH}",
         "token_endpoint": f"{oauth_base_url}/oauth2/token",
         "registration_endpoint": f"{base_url}{REGISTER_PATH}",
         "scopes_supported": list(MCP_SCOPES),
@@ -70,31 +93,70 @@ def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
     }
 
 
-def allowed_redirect_uri(uri: str) -> bool:
-    """Loopback over http (any port and path), or https; no fragment, no credentials."""
+def _well_formed(uri: object) -> SplitResult | None:
+    """``uri`` split, if it is an absolute URI Cognito could store as a callback: no
+    fragment, no credentials, no whitespace or control characters, a valid port."""
     if not isinstance(uri, str) or len(uri) > REDIRECT_URI_MAX_CHARS:
-        return False
+        return None
     if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) == 0x7F for ch in uri):
-        return False
+        return None
     try:
         parts = urlsplit(uri)
         _ = parts.port  # raises for a malformed port
     except ValueError:
-        return False
+        return None
     if parts.fragment or "#" in uri or parts.username is not None or parts.password is not None:
-        return False
-    host = parts.hostname or ""
-    if parts.scheme == "https":
-        return bool(host)
-    return parts.scheme == "http" and host in LOOPBACK_HOSTS
+        return None
+    return parts if parts.hostname else None
+
+
+def is_loopback_redirect(uri: object) -> bool:
+    """http on the loopback interface (RFC 8252 §7.3), any port and path: a code sent
+    there stays on the machine whose browser signed in."""
+    parts = _well_formed(uri)
+    return parts is not None and parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+
+
+def allowed_redirect_uri(
+    uri: object, allowed: Collection[str] = DEFAULT_ALLOWED_REDIRECT_URIS
+) -> bool:
+    """Loopback over http, or one of ``allowed`` exactly (https, well formed)."""
+    if is_loopback_redirect(uri):
+        return True
+    parts = _well_formed(uri)
+    return parts is not None and parts.scheme == "https" and uri in allowed
+
+
+def allowed_redirect_uris(setting: str | None) -> frozenset[str]:
+    """The operator's allow-list from its setting (comma-separated, exact https URIs;
+    unset: :data:`DEFAULT_ALLOWED_REDIRECT_URIS`; empty: loopback only). A malformed
+    entry is a configuration error, raised at start-up rather than ignored."""
+    if setting is None:
+        return frozenset(DEFAULT_ALLOWED_REDIRECT_URIS)
+    entries = [entry.strip() for entry in setting.split(",") if entry.strip()]
+    for entry in entries:
+        parts = _well_formed(entry)
+        if parts is None or parts.scheme != "https":
+            raise ValueError(f"ALLOWED_REDIRECT_URIS: {entry!r} is not an https redirect URI")
+    return frozenset(entries)
+
+
+def display_name(cognito_name: str) -> str:
+    """The name a registered client gave itself (what :func:`cognito_client_name` kept
+    of it); any other app client's name as it is."""
+    found = _REGISTERED_NAME.match(cognito_name)
+    return found["name"] if found else cognito_name
 
 
 def _invalid(message: str) -> OAuthError:
     return OAuthError(400, "invalid_client_metadata", message)
 
 
-def parse_registration(body: bytes) -> ClientRequest:
-    """The client to register for this RFC 7591 request body, or ``OAuthError``."""
+def parse_registration(
+    body: bytes, allowed: Collection[str] = DEFAULT_ALLOWED_REDIRECT_URIS
+) -> ClientRequest:
+    """The client to register for this RFC 7591 request body, or ``OAuthError``;
+    ``allowed``: the https redirect URIs the operator accepts."""
     if len(body) > REGISTRATION_BODY_MAX_BYTES:
         raise _invalid(f"the request is larger than {REGISTRATION_BODY_MAX_BYTES} bytes")
     try:
@@ -113,14 +175,11 @@ def parse_registration(body: bytes) -> ClientRequest:
             "invalid_redirect_uri",
             f"at most {REGISTRATION_MAX_REDIRECT_URIS} redirect URIs may be registered",
         )
-    accepted = list(dict.fromkeys(u for u in uris if allowed_redirect_uri(u)))
-    refused = [u for u in uris if not allowed_redirect_uri(u)]
+    accepted = list(dict.fromkeys(u for u in uris if allowed_redirect_uri(u, allowed)))
+    refused = [u for u in uris if not allowed_redirect_uri(u, allowed)]
     if not accepted:
-        raise OAuthError(
-            400,
-            "invalid_redirect_uri",
-            "redirect URIs must be http://127.0.0.1 or http://localhost (any port), or https",
-        )
+        shown = ", ".join(repr(u[:200]) for u in refused[:3])
+        raise OAuthError(400, "invalid_redirect_uri", f"{REDIRECT_RULE}; not allowed: {shown}")
 
     grant_types = metadata.get("grant_types", list(GRANT_TYPES))
     if not isinstance(grant_types, list) or "authorization_code" not in grant_types:
