@@ -5,7 +5,8 @@ loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the
 Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
 Lambda handlers (the MCP function, the Lambda authorizer, the management function),
 the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
-and the audit sweeper on a timer. Ctrl-C stops everything.
+and the audit sweeper and the registered clients' sweep on timers. Ctrl-C stops
+everything.
 
 Nothing here grows with the requests served. The handler's audit events are
 published after each response by a child process with a bounded queue
@@ -41,7 +42,7 @@ from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S
+from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S
 from memory_server.operations.audit_events import EventBridgeSink, sweep
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
@@ -275,7 +276,7 @@ class DevStack:
                 response.read()
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
-        expired_at = time.monotonic()
+        expired_at = clients_swept_at = time.monotonic()
         while not self._stop_sweeper.wait(SWEEP_EVERY_S):
             try:
                 with psycopg.connect(auditor_url) as auditor:
@@ -283,8 +284,17 @@ class DevStack:
                 if time.monotonic() - expired_at >= EXPIRE_EVERY_S and self.aws is not None:
                     expired_at = time.monotonic()
                     self.aws.expire_idempotency_records()
+                if time.monotonic() - clients_swept_at >= CLIENT_SWEEP_EVERY_S:
+                    clients_swept_at = time.monotonic()
+                    self.sweep_clients()
             except Exception as exc:  # keep sweeping; report why
-                print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+                print(f"[dev] sweep failed: {exc}", file=sys.stderr)
+
+    def sweep_clients(self) -> dict[str, Any]:
+        """The management function's client sweep, as its schedule invokes it in AWS
+        (``SweepClients``): here every ``CLIENT_SWEEP_EVERY_S`` from the sweeper thread."""
+        assert self.management is not None
+        return self.management.route({"action": "sweep_clients"})
 
     def _drain_tap(self) -> None:
         """Keep the emulated audit queue short (see ``LocalAws.read_audit_events``)."""
