@@ -112,6 +112,8 @@ class DevStack:
     publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
+    # How often the registered clients' sweep runs (the template's SweepClients schedule).
+    client_sweep_every_s: float = CLIENT_SWEEP_EVERY_S
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
 
     def _say(self, message: str) -> None:
@@ -284,11 +286,14 @@ class DevStack:
                 if time.monotonic() - expired_at >= EXPIRE_EVERY_S and self.aws is not None:
                     expired_at = time.monotonic()
                     self.aws.expire_idempotency_records()
-                if time.monotonic() - clients_swept_at >= CLIENT_SWEEP_EVERY_S:
-                    clients_swept_at = time.monotonic()
-                    self.sweep_clients()
             except Exception as exc:  # keep sweeping; report why
-                print(f"[dev] sweep failed: {exc}", file=sys.stderr)
+                print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+            if time.monotonic() - clients_swept_at >= self.client_sweep_every_s:
+                clients_swept_at = time.monotonic()
+                try:
+                    self.sweep_clients()
+                except Exception as exc:  # the next run tries again, as in AWS
+                    print(f"[dev] registered clients' sweep failed: {exc}", file=sys.stderr)
 
     def sweep_clients(self) -> dict[str, Any]:
         """The management function's client sweep, as its schedule invokes it in AWS
