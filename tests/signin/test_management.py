@@ -22,6 +22,7 @@ from memory_server.domain.limits import (
     REGISTRATION_RESERVATION_TTL_S,
     REGISTRATIONS_PER_HOUR,
     REGISTRATIONS_PER_SOURCE_PER_HOUR,
+    USER_POOL_APP_CLIENT_QUOTA,
 )
 from memory_server.operations import audit_events as audit
 from memory_server.signin import management as management_module
@@ -294,6 +295,9 @@ def test_registration_stops_at_its_ceiling_and_leaves_the_rest_to_agent_keys(
     mgmt: Management,
 ) -> None:
     # A pool whose quota leaves registration a ceiling of 5 (the default: 1,000 - 400).
+    # With the defaults, clients nobody uses never reach the ceiling by themselves: at
+    # most two hourly totals are alive at once (each lives under an hour).
+    assert 2 * REGISTRATIONS_PER_HOUR <= USER_POOL_APP_CLIENT_QUOTA - APP_CLIENTS_RESERVED
     pool = QuotaPool(quota=APP_CLIENTS_RESERVED + 5)
     mgmt.cognito, mgmt.app_client_quota = pool, pool.quota
     assert mgmt.registered_ceiling == 5
