@@ -2,8 +2,8 @@
 
 Thin: ``memory_server.signin.management`` answers RFC 8414 metadata and RFC 7591
 registration (HTTP API), the admin API's agent-key calls (direct invocation from the
-MCP function) and the daily sweep of unused registered clients (schedule). Outside the
-VPC, so it reaches Cognito without an interface endpoint.
+MCP function) and the sweep of unused registered clients (schedule, every 15
+minutes). Outside the VPC, so it reaches Cognito without an interface endpoint.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the
 Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
 Lambda handlers (the MCP function, the Lambda authorizer, the management function,
 the authorization function), the local stand-in for the user pool's sign-in and
-token endpoints, the demo tenants, and the audit sweeper on a timer. Ctrl-C stops
-everything. ``ALLOWED_REDIRECT_URIS`` sets registration's https allow-list, as the
-template's ``AllowedRedirectUris`` does.
+token endpoints, the demo tenants, and the audit sweeper (with the purge of expired
+records) and the registered clients' sweep on timers. Ctrl-C stops everything.
+``ALLOWED_REDIRECT_URIS`` sets registration's https allow-list, as the template's
+``AllowedRedirectUris`` does.
 
 Nothing here grows with the requests served. The handler's audit events are
 published after each response by a child process with a bounded queue
@@ -43,7 +44,7 @@ from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S
+from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 from memory_server.signin.authorization import Authorization, build_authorization
 from memory_server.signin.authorizer import build_authorizer
@@ -117,6 +118,8 @@ class DevStack:
     publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
+    # How often the registered clients' sweep runs (the template's SweepClients schedule).
+    client_sweep_every_s: float = CLIENT_SWEEP_EVERY_S
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
 
     def _say(self, message: str) -> None:
@@ -296,7 +299,7 @@ class DevStack:
                 response.read()
 
     def _sweeper(self, auditor_url: str, sink: EventBridgeSink) -> None:
-        expired_at = swept_at = time.monotonic()
+        expired_at = swept_at = clients_swept_at = time.monotonic()
         while not self._stop_sweeper.wait(PURGE_EVERY_S):
             try:
                 with psycopg.connect(auditor_url) as auditor:
@@ -309,6 +312,18 @@ class DevStack:
                     self.aws.expire_idempotency_records()
             except Exception as exc:  # keep sweeping; report why
                 print(f"[dev] audit sweep failed: {exc}", file=sys.stderr)
+            if time.monotonic() - clients_swept_at >= self.client_sweep_every_s:
+                clients_swept_at = time.monotonic()
+                try:
+                    self.sweep_clients()
+                except Exception as exc:  # the next run tries again, as in AWS
+                    print(f"[dev] registered clients' sweep failed: {exc}", file=sys.stderr)
+
+    def sweep_clients(self) -> dict[str, Any]:
+        """The management function's client sweep, as its schedule invokes it in AWS
+        (``SweepClients``): here every ``CLIENT_SWEEP_EVERY_S`` from the sweeper thread."""
+        assert self.management is not None
+        return self.management.route({"action": "sweep_clients"})
 
     def _drain_tap(self) -> None:
         """Keep the emulated audit queue short (see ``LocalAws.read_audit_events``)."""

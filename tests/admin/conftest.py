@@ -26,18 +26,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass
 class FakeDirectory:
-    """The user pool seam, in memory: what was created and deleted."""
+    """The user pool seams, in memory (the admin API's ``AgentClients``, the operators'
+    ``Directory``): what was created and deleted."""
 
     clients: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     signed_out: list[str] = field(default_factory=list)
 
-    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+    def create_agent_client(
+        self, workspace: str, name: str, scopes: Sequence[str], created_by: str
+    ) -> tuple[str, str]:
         client_id = uuid.uuid4().hex[:26]
-        self.clients[client_id] = (name, list(scopes))
+        self.clients[client_id] = (f"{workspace}.{name}", list(scopes))
         return client_id, "secret-" + client_id
 
-    def delete_agent_client(self, client_id: str) -> bool:
+    def delete_agent_client(self, workspace: str, client_id: str) -> bool:
+        # As the management function: only a key made for this workspace.
+        made = self.clients.get(client_id)
+        if made is None or not made[0].startswith(f"{workspace}."):
+            return False
+        return self.delete_app_client(client_id)
+
+    def delete_app_client(self, client_id: str) -> bool:
         self.deleted.append(client_id)
         return self.clients.pop(client_id, None) is not None
 

@@ -264,9 +264,17 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
         "cognito-idp:CreateUserPoolClient": [pool],
         "cognito-idp:DeleteUserPoolClient": [pool],
     }
+    # GetItem: an agent client's owner, the count of registered clients (changed, with
+    # the records, in TransactWriteItems, which needs no permission of its own).
     assert {a: r for a, r in management.items() if a.startswith("dynamodb:")} == {
         a: [signin_table]
-        for a in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Scan")
+        for a in (
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Scan",
+        )
     }
     assert management["events:PutEvents"] == [bus]
     assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents"}
@@ -548,9 +556,16 @@ def test_sign_in_functions_get_what_their_code_reads(
     assert sam_template["Parameters"]["RegisteredClientIdleDays"]["Default"] == (
         limits.REGISTERED_CLIENT_IDLE_DAYS
     )
+    assert mgmt_env["APP_CLIENT_QUOTA"] == {"Ref": "UserPoolAppClientQuota"}
+    quota = sam_template["Parameters"]["UserPoolAppClientQuota"]
+    assert quota["Default"] == limits.USER_POOL_APP_CLIENT_QUOTA
+    # Whatever the quota is set to, registration keeps a ceiling.
+    assert quota["MinValue"] > limits.APP_CLIENTS_RESERVED
     sweep = sam_template["Resources"]["ManagementFunction"]["Properties"]["Events"]["SweepClients"]
     assert sweep["Type"] == "Schedule"
     assert json.loads(sweep["Properties"]["Input"]) == {"action": "sweep_clients"}
+    minutes = re.fullmatch(r"rate\((\d+) minutes\)", sweep["Properties"]["Schedule"])
+    assert minutes and int(minutes[1]) * 60 == limits.CLIENT_SWEEP_EVERY_S
     table = sam_template["Resources"]["SigninTable"]["Properties"]
     assert table["BillingMode"] == "PAY_PER_REQUEST"
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}

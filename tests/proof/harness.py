@@ -228,16 +228,18 @@ def people_client(stack: DevStack) -> str:
 
 @dataclass
 class Directory:
-    """The user pool seam, in memory (``admin.identity.Directory``)."""
+    """The admin API's user pool seam, in memory (``admin.identity.AgentClients``)."""
 
     clients: dict[str, list[str]] = field(default_factory=dict)
 
-    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+    def create_agent_client(
+        self, workspace: str, name: str, scopes: Sequence[str], created_by: str
+    ) -> tuple[str, str]:
         client_id = f"key{uuid.uuid4().hex[:20]}"
         self.clients[client_id] = list(scopes)
         return client_id, "secret-" + client_id
 
-    def delete_agent_client(self, client_id: str) -> bool:
+    def delete_agent_client(self, workspace: str, client_id: str) -> bool:
         return self.clients.pop(client_id, None) is not None
 
     def sign_out_and_disable(self, subject: str) -> dict[str, bool]:

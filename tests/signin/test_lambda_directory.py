@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -24,14 +25,22 @@ def test_calls_go_through_json_and_come_back() -> None:
 
     functions = LocalLambda({"Management": management})
     directory = LambdaDirectory(functions, "Management")
-    assert directory.create_agent_client("acme.ci", ("memory/read",)) == ("c-1", "s-1")
-    assert directory.delete_agent_client("c-1") is True
-    assert directory.delete_agent_client("c-2") is False
-    assert created[0] == {
-        "action": "create_agent_client",
-        "name": "acme.ci",
-        "scopes": ["memory/read"],
-    }
+    admin = "0b0e5f0c-4c1f-4f4e-9a39-0d6f3b7c2a11"
+    assert directory.create_agent_client("acme", "ci", ("memory/read",), admin) == ("c-1", "s-1")
+    assert directory.delete_agent_client("acme", "c-1") is True
+    assert directory.delete_agent_client("acme", "c-2") is False
+    # The workspace travels with every call: the management function acts on its keys only.
+    assert created == [
+        {
+            "action": "create_agent_client",
+            "workspace": "acme",
+            "name": "ci",
+            "scopes": ["memory/read"],
+            "created_by": admin,
+        },
+        {"action": "delete_agent_client", "workspace": "acme", "client_id": "c-1"},
+        {"action": "delete_agent_client", "workspace": "acme", "client_id": "c-2"},
+    ]
     assert [name for name, _ in functions.calls] == ["Management"] * 3
 
 
@@ -41,11 +50,11 @@ def test_a_failing_or_missing_function_is_a_retryable_503() -> None:
 
     failing = LambdaDirectory(LocalLambda({"Management": broken}), "Management")
     with pytest.raises(AdminError) as refused:
-        failing.create_agent_client("acme.ci", ["memory/read"])
+        failing.create_agent_client("acme", "ci", ["memory/read"], str(uuid.uuid4()))
     assert (refused.value.status, refused.value.code) == (503, "unavailable")
     missing = LambdaDirectory(LocalLambda({}), "Management")
     with pytest.raises(AdminError) as unreachable:
-        missing.delete_agent_client("c-1")
+        missing.delete_agent_client("acme", "c-1")
     assert unreachable.value.status == 503
 
     class Garbled:
@@ -53,7 +62,7 @@ def test_a_failing_or_missing_function_is_a_retryable_503() -> None:
             return {"StatusCode": 200, "Payload": io.BytesIO(b"[1, 2]")}
 
     with pytest.raises(AdminError):
-        LambdaDirectory(Garbled(), "Management").delete_agent_client("c-1")
+        LambdaDirectory(Garbled(), "Management").delete_agent_client("acme", "c-1")
 
 
 def test_local_lambda_reports_errors_as_lambda_does() -> None:

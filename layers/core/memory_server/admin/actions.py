@@ -204,8 +204,11 @@ def create_agent_key(
         keys = data.list_agent_keys(tx, caller.workspace_id)
     if any(row["name"] == body.name for row in keys.get()):
         raise conflict(f"a live agent key named {body.name!r} exists in this workspace")
-    # Cognito client names allow [\w\s+=,.@-]; the slug and the key name fit.
-    client_id, secret = directory.create_agent_client(f"{caller.workspace}.{body.name}", scopes)
+    # The management function names it {workspace}.{name} (Cognito client names allow
+    # [\w\s+=,.@-]; the slug and the key name fit).
+    client_id, secret = directory.create_agent_client(
+        caller.workspace, body.name, scopes, str(caller.principal_id)
+    )
     try:
         with _changing(db, caller) as tx:
             try:
@@ -221,7 +224,7 @@ def create_agent_key(
             keys = data.list_agent_keys(tx, caller.workspace_id)
         row = _live_key(keys.get(), client_id)
     except BaseException:
-        directory.delete_agent_client(client_id)
+        directory.delete_agent_client(caller.workspace, client_id)
         raise
     assert row is not None
     return m.AgentKeyCreated(**_agent_key(row), client_secret=secret)
@@ -242,7 +245,11 @@ def revoke_agent_key(
         keys = data.list_agent_keys(tx, caller.workspace_id)
     if _live_key(keys.get(), client_id) is None:
         raise missing("agent key")
-    deleted = directory.delete_agent_client(client_id) if directory is not None else False
+    deleted = (
+        directory.delete_agent_client(caller.workspace, client_id)
+        if directory is not None
+        else False
+    )
     with _changing(db, caller) as tx:
         principal_id = data.revoke_agent_key(tx, client_id).get()
         if principal_id is None:

@@ -1,11 +1,13 @@
 """The user pool, as the admin surface needs it: agent keys and erasure sign-out.
 
-``AgentClients`` is the admin API's seam and ``Directory`` the operators' (or ``None``
-when nothing is configured, and then they refuse what needs it), so the MCP path never
-depends on Cognito. ``CognitoDirectory`` is the boto3 implementation (the management
+``AgentClients`` is the admin API's seam (one workspace's agent keys) and ``Directory``
+the operators' (the pool, across workspaces), or ``None`` when nothing is configured,
+and then they refuse what needs it, so the MCP path never depends on Cognito.
+``CognitoDirectory`` is the boto3 implementation of the pool (the management
 function's, and the operator CLI's; in development its client points at moto).
 ``LambdaDirectory`` is what the MCP function uses: it holds no Cognito permission and
-asks the management function (``MANAGEMENT_FUNCTION``, outside the VPC) instead.
+asks the management function (``MANAGEMENT_FUNCTION``, outside the VPC) instead, which
+acts only on agent keys' clients it made for the workspace named.
 """
 
 from __future__ import annotations
@@ -19,16 +21,28 @@ from memory_server.domain.limits import SIGNIN_ACCESS_TOKEN_MINUTES, SIGNIN_REFR
 
 
 class AgentClients(Protocol):
-    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
-        """A client-credentials app client with ``scopes``; returns (client id, secret)."""
+    """The admin API's seam: agent keys' app clients, always for one workspace."""
+
+    def create_agent_client(
+        self, workspace: str, name: str, scopes: Sequence[str], created_by: str
+    ) -> tuple[str, str]:
+        """A client-credentials app client ``{workspace}.{name}`` with ``scopes``, made
+        for ``workspace`` by the principal ``created_by``; returns (client id, secret)."""
         ...
 
-    def delete_agent_client(self, client_id: str) -> bool:
+    def delete_agent_client(self, workspace: str, client_id: str) -> bool:
+        """Delete an agent key's app client made for ``workspace``; False when it is
+        gone, or is not one (any other client is left alone)."""
+        ...
+
+
+class Directory(Protocol):
+    """The operator's seam: the user pool itself, across workspaces."""
+
+    def delete_app_client(self, client_id: str) -> bool:
         """Delete an app client; False when it was already gone."""
         ...
 
-
-class Directory(AgentClients, Protocol):
     def sign_out_and_disable(self, subject: str) -> dict[str, bool]:
         """Revoke a person's refresh tokens and disable them, found by ``sub``."""
         ...
@@ -41,7 +55,8 @@ class CognitoDirectory:
         self.client = client
         self.user_pool_id = user_pool_id
 
-    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+    def create_key_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
+        """A confidential client-credentials client with ``scopes``: (id, secret)."""
         created = self.client.create_user_pool_client(
             UserPoolId=self.user_pool_id,
             ClientName=name,
@@ -75,7 +90,7 @@ class CognitoDirectory:
         )["UserPoolClient"]
         return str(created["ClientId"])
 
-    def delete_agent_client(self, client_id: str) -> bool:
+    def delete_app_client(self, client_id: str) -> bool:
         try:
             self.client.delete_user_pool_client(UserPoolId=self.user_pool_id, ClientId=client_id)
         except self.client.exceptions.ResourceNotFoundException:
@@ -124,10 +139,22 @@ class LambdaDirectory:
             raise AdminError(503, "unavailable", "the key service failed")
         return answer
 
-    def create_agent_client(self, name: str, scopes: Sequence[str]) -> tuple[str, str]:
-        answer = self._call({"action": "create_agent_client", "name": name, "scopes": list(scopes)})
+    def create_agent_client(
+        self, workspace: str, name: str, scopes: Sequence[str], created_by: str
+    ) -> tuple[str, str]:
+        answer = self._call(
+            {
+                "action": "create_agent_client",
+                "workspace": workspace,
+                "name": name,
+                "scopes": list(scopes),
+                "created_by": created_by,
+            }
+        )
         return str(answer["client_id"]), str(answer["client_secret"])
 
-    def delete_agent_client(self, client_id: str) -> bool:
-        answer = self._call({"action": "delete_agent_client", "client_id": client_id})
+    def delete_agent_client(self, workspace: str, client_id: str) -> bool:
+        answer = self._call(
+            {"action": "delete_agent_client", "workspace": workspace, "client_id": client_id}
+        )
         return bool(answer["deleted"])

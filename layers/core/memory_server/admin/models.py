@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memory_server.admin.errors import invalid_field
 from memory_server.domain.contexts import ListeningContext, parse_context
 from memory_server.domain.errors import AdminError, ToolError
-from memory_server.domain.grants import Grant
+from memory_server.domain.grants import AGENT_KEY_NAME_PATTERN, Grant
 from memory_server.domain.limits import (
     ADMIN_AUDIT_DEFAULT_ITEMS,
     ADMIN_AUDIT_MAX_ITEMS,
@@ -37,7 +37,7 @@ Subject = Annotated[
 KeyName = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        pattern=AGENT_KEY_NAME_PATTERN,
         description="Name of the agent key, unique among the workspace's live keys",
     ),
 ]

@@ -308,7 +308,7 @@ def delete_workspace(
     if directory is not None:
         for client_id in found["agent_clients"]:
             try:
-                directory.delete_agent_client(client_id)
+                directory.delete_app_client(client_id)
             except Exception:  # reported as not deleted; it never undoes the delete
                 logger.warning("app client %s not deleted", client_id, exc_info=True)
                 continue

@@ -59,3 +59,28 @@ def sorted_grants(grants: Iterable[str]) -> list[str]:
 # clients may be granted: every memory scope but memory/admin, which only the people
 # client (memoryctl, the admin API) requests.
 MCP_SCOPES: tuple[str, ...] = tuple(s for s in SCOPE_GRANTS if s != "memory/admin")
+
+
+# -- What an agent key may be (docs/admin.md, "Agent keys") ----------------------------
+# The admin API checks a key's name and scopes (admin.models.AgentKeyIn) and that the
+# scopes are within its creator's effective grants; the management function, which
+# makes the key's app client and cannot see memberships, checks the rest again, so a
+# caller that skipped the first check still gets nothing else: a client-credentials
+# client named "{workspace}.{name}" with memory scopes only. memory/admin is one of
+# them: a key may administer its workspace when an admin (whose own grants include
+# admin) gives it that scope, as for a provisioning job.
+AGENT_KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+def agent_key_scope_problem(scopes: object) -> str | None:
+    """Why ``scopes`` cannot be an agent key's, or None when they can."""
+    if not isinstance(scopes, list) or not scopes or not all(isinstance(s, str) for s in scopes):
+        return "an agent key has a non-empty list of scopes"
+    if len(set(scopes)) != len(scopes):
+        return "an agent key's scopes must not repeat"
+    unknown = [s for s in scopes if s not in SCOPE_GRANTS]
+    if unknown:
+        return f"an agent key's scopes are memory scopes, not {' '.join(unknown)}"
+    if lacks_read(grants_from_scopes(scopes)):
+        return "writing needs reading: an agent key that writes or deletes has memory/read"
+    return None

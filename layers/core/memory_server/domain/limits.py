@@ -155,16 +155,32 @@ JWKS_FETCH_TIMEOUT_S = 3.0
 # API Gateway keeps an authorizer decision this long, keyed on the Authorization header
 # and the route; revocation does not wait for it (the handler checks membership).
 AUTHORIZER_CACHE_TTL_S = 300
-# A registered client's last use is written at most this often per authorizer container.
+# A registered client's last use is written at most this often per MCP function
+# container; only a member's successful call is a use (docs/deploy.md).
 CLIENT_TOUCH_EVERY_S = 86_400
 REGISTERED_CLIENT_IDLE_DAYS = 30  # default; the template parameter overrides it
-# A registered client nobody has used yet (the person never finished signing in) goes
-# after a day, so abandoned registrations do not pile up against the pool's quota.
-REGISTERED_CLIENT_UNUSED_GRACE_S = 86_400
+# A registered client no member has used yet (an abandoned sign-in, or one that never
+# reached a workspace) goes this long after registering, at the next sweep, which
+# runs every CLIENT_SWEEP_EVERY_S (template: SweepClients): gone within 55 minutes.
+REGISTERED_CLIENT_UNUSED_GRACE_S = 2_400
+CLIENT_SWEEP_EVERY_S = 900
+# A registration holds a place under the ceiling while it creates its client; a place
+# still held this long after (the function died midway) is given back by the sweep.
+REGISTRATION_RESERVATION_TTL_S = 600
+# Cognito's default quota of app clients per user pool (its "Quotas on resource number
+# and size"; adjustable in Service Quotas). The template parameter UserPoolAppClientQuota
+# overrides it for a pool whose quota was raised.
+USER_POOL_APP_CLIENT_QUOTA = 1_000
+# App clients registration never takes: agent keys, the people client and the example
+# agent client. Registered clients stop at quota - this (600 by default).
+APP_CLIENTS_RESERVED = 400
+# Counted for every well-formed attempt, before anything is created: a source over it
+# is refused without touching the total. A source is an IPv4 address or an IPv6 /64.
 REGISTRATIONS_PER_SOURCE_PER_HOUR = 10
-# In total: at most 720 a day, under the pool's default quota of app clients even if
-# every one of them is abandoned (they go after REGISTERED_CLIENT_UNUSED_GRACE_S).
-REGISTRATIONS_PER_HOUR = 30
+# In total, counted only for registrations that succeed: it takes 20 sources at their
+# own limit to use it up, and the clients it lets through in any 55 minutes (at most
+# two hourly windows, 400) stay under the ceiling even if no member ever uses them.
+REGISTRATIONS_PER_HOUR = 200
 REGISTRATION_BODY_MAX_BYTES = 16_384
 REGISTRATION_MAX_REDIRECT_URIS = 10
 REDIRECT_URI_MAX_CHARS = 1024  # Cognito's limit on a callback URL

@@ -45,7 +45,7 @@ class Settings:
     # The management function that creates and deletes agent keys' app clients (the
     # admin API); optional, and this function itself holds no Cognito permission.
     management_function: str | None = None
-    # Where registered clients' last use is recorded (the daily sweep reads it).
+    # Where registered clients' last use is recorded (the sweep reads it).
     signin_table: str | None = None
     # Web origins allowed besides the deployment's own ("scheme://host:*": any port).
     allowed_origins: tuple[str, ...] = ()
@@ -145,8 +145,12 @@ class McpService:
         if self.idempotency is not None:
             self.idempotency.register(lambda_context)
         with self.after_response.invocation(getattr(lambda_context, "aws_request_id", None)):
-            if self.usage is not None:
+            response = self.edge.route(event, lambda_context)
+            if self.usage is not None and 200 <= int(response.get("statusCode", 500)) < 300:
+                # Only a member's successful call keeps a registered client alive: the
+                # MCP and admin routes answer 2xx only after resolving the caller as a
+                # member (the metadata route carries no token).
                 identity = token_identity(event)
                 if identity is not None and identity.client_id:
                     self.usage.seen(identity.client_id)  # at most daily; never raises
-            return self.edge.route(event, lambda_context)
+            return response

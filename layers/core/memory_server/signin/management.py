@@ -6,14 +6,19 @@ table, the audit bus), it answers three kinds of event:
 - HTTP API events (payload 2.0) on two public routes: ``GET
   /.well-known/oauth-authorization-server`` (RFC 8414 metadata) and ``POST /register``
   (RFC 7591 registration: loopback redirects or the operator's allowed https ones,
-  rate-limited per source and in total, audited on the audit bus, recorded in the
-  sign-in table);
+  rate-limited per source, then in total, under a ceiling of live registered clients
+  that leaves the rest of the pool's app-client quota to agent keys; audited on the
+  audit bus, recorded in the sign-in table);
 - direct invocations from the MCP function's admin API (``LambdaDirectory``):
-  ``{"action": "create_agent_client", "name", "scopes"}`` and ``{"action":
-  "delete_agent_client", "client_id"}``;
-- the schedule's ``{"action": "sweep_clients"}``: registered clients unused for
-  ``CLIENT_IDLE_DAYS``, or never used a day after registering, are deleted from the
-  pool (and audited).
+  ``{"action": "create_agent_client", "workspace", "name", "scopes", "created_by"}``
+  and ``{"action": "delete_agent_client", "workspace", "client_id"}``. It makes only
+  what an agent key may be (``domain.grants``), records whose it is, and deletes only
+  a client it recorded for that workspace: anything else (the people client, a
+  registered client, another workspace's key) answers as an unknown client does;
+- the schedule's ``{"action": "sweep_clients"}``: registered clients no member used
+  within ``REGISTERED_CLIENT_UNUSED_GRACE_S`` of registering, or unused for
+  ``CLIENT_IDLE_DAYS``, are deleted from the pool (and audited); places under the
+  ceiling held by registrations that died midway are given back.
 
 An HTTP request can never reach the direct actions: API Gateway's events always carry
 ``requestContext``, and only an event without it is read as an action.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -32,25 +38,35 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_server.domain.errors import OAuthError, ServiceError, http_answer
-from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.domain.grants import AGENT_KEY_NAME_PATTERN, agent_key_scope_problem
 from memory_server.domain.limits import (
+    APP_CLIENTS_RESERVED,
+    CLIENT_SWEEP_EVERY_S,
     REGISTERED_CLIENT_IDLE_DAYS,
     REGISTERED_CLIENT_UNUSED_GRACE_S,
+    REGISTRATION_RESERVATION_TTL_S,
     REGISTRATIONS_PER_HOUR,
     REGISTRATIONS_PER_SOURCE_PER_HOUR,
+    USER_POOL_APP_CLIENT_QUOTA,
 )
-from memory_server.gateway.events import base_url, json_response, request_body
+from memory_server.gateway.events import SLUG, base_url, json_response, request_body
 from memory_server.signin.registration import (
     DEFAULT_ALLOWED_REDIRECT_URIS,
     GRANT_TYPES,
     METADATA_PATH,
     REGISTER_PATH,
+    ClientRequest,
     allowed_redirect_uris,
     cognito_client_name,
     parse_registration,
     server_metadata,
 )
-from memory_server.signin.registry import ClientRecord, SigninTable, source_bucket
+from memory_server.signin.registry import (
+    AgentClientRecord,
+    ClientRecord,
+    SigninTable,
+    source_bucket,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +75,9 @@ AUDIT_SOURCE = "memory-server"
 METADATA_ROUTE = f"GET {METADATA_PATH}"
 REGISTER_ROUTE = f"POST {REGISTER_PATH}"
 HOUR = 3600  # seconds
+TOTAL_BUCKET = "all"  # registrations in total (a source's bucket: registry.source_bucket)
+_KEY_NAME = re.compile(AGENT_KEY_NAME_PATTERN)
+_PRINCIPAL_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # What the template sets (build_management reads exactly these).
 ENVIRONMENT = (
     "USER_POOL_ID",
@@ -68,6 +87,7 @@ ENVIRONMENT = (
     "AUDIT_BUS_NAME",
     "CLIENT_IDLE_DAYS",
     "ALLOWED_REDIRECT_URIS",
+    "APP_CLIENT_QUOTA",
 )
 
 
@@ -82,6 +102,8 @@ class Management:
     idle_days: int = REGISTERED_CLIENT_IDLE_DAYS
     # The https redirect URIs registration accepts (loopback ones always are).
     allowed_redirect_uris: frozenset[str] = frozenset(DEFAULT_ALLOWED_REDIRECT_URIS)
+    # The pool's app-client quota; registered clients stop APP_CLIENTS_RESERVED below it.
+    app_client_quota: int = USER_POOL_APP_CLIENT_QUOTA
     clock: Callable[[], float] = time.time
     _actions: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = field(init=False)
 
@@ -91,6 +113,11 @@ class Management:
             "delete_agent_client": self._delete_agent_client,
             "sweep_clients": lambda _event: self.sweep_clients(),
         }
+
+    @property
+    def registered_ceiling(self) -> int:
+        """How many registered clients may live at once."""
+        return max(0, self.app_client_quota - APP_CLIENTS_RESERVED)
 
     def route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         if "requestContext" in event:
@@ -123,20 +150,61 @@ class Management:
         context = event.get("requestContext", {})
         source = str(context.get("http", {}).get("sourceIp", "unknown"))
         now = self.clock()
-        # Counted before anything is created, refused attempts included.
+        # A source's own limit first, counting its every well-formed attempt: a source
+        # over it is refused before it can touch the total.
         if self.table.hit(source_bucket(source), HOUR, now) > REGISTRATIONS_PER_SOURCE_PER_HOUR:
             raise _slow_down(now, "too many registrations from this address")
-        if self.table.hit("all", HOUR, now) > REGISTRATIONS_PER_HOUR:
+        # The total counts registrations that succeed (taken now, given back on failure).
+        if not self.table.take(TOTAL_BUCKET, HOUR, now, REGISTRATIONS_PER_HOUR):
             raise _slow_down(now, "too many registrations; try again later")
-
         number = uuid.uuid4().hex[:12]
+        if not self.table.reserve(number, now, self.registered_ceiling):
+            self.table.give_back(TOTAL_BUCKET, HOUR, now)
+            logger.warning("registration refused: %d registered clients", self.registered_ceiling)
+            raise OAuthError(
+                503,
+                "temporarily_unavailable",
+                f"the server holds as many registered clients as it may "
+                f"({self.registered_ceiling}); unused ones are removed within the hour",
+                {"retry-after": str(CLIENT_SWEEP_EVERY_S)},
+            )
         try:
-            client_id = self.cognito.create_public_client(
+            client_id = self._create_registered(number, request, source, context, now)
+        except BaseException:
+            self.table.give_back(TOTAL_BUCKET, HOUR, now)
+            raise
+        logger.info("registered client %s (%s) for %s", client_id, request.client_name, source)
+        registered: dict[str, Any] = {
+            "client_id": client_id,
+            "client_id_issued_at": int(now),
+            "redirect_uris": request.redirect_uris,
+            "grant_types": list(GRANT_TYPES),
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "scope": " ".join(request.scopes),
+        }
+        if request.client_name:
+            registered["client_name"] = request.client_name
+        return json_response(201, registered, {"cache-control": "no-store"})
+
+    def _create_registered(
+        self,
+        number: str,
+        request: ClientRequest,
+        source: str,
+        context: Mapping[str, Any],
+        now: float,
+    ) -> str:
+        """The app client of registration ``number`` (its place held), recorded and
+        audited; on any failure nothing is left but a 4xx/503 to answer."""
+        try:
+            client_id: str = self.cognito.create_public_client(
                 cognito_client_name(request.client_name, number),
                 request.redirect_uris,
                 request.scopes,
             )
         except Exception as exc:
+            self.table.release(number)
             raise _cognito_refusal(exc) from exc
         record = ClientRecord(
             client_id=client_id,
@@ -146,8 +214,10 @@ class Management:
             redirect_uris=request.redirect_uris,
             scopes=request.scopes,
         )
+        recorded = False
         try:
-            self.table.add_client(record)
+            self.table.add_client(number, record)
+            recorded = True
             self._audit(
                 "ClientRegistered",
                 {
@@ -164,56 +234,91 @@ class Management:
         except Exception:
             # No client without its record and its audit event: undo, let it retry.
             logger.exception("registration of %s not recorded; deleting it again", client_id)
-            self.cognito.delete_agent_client(client_id)
-            self.table.remove_client(client_id)
+            self.cognito.delete_app_client(client_id)
+            if recorded:
+                self.table.remove_client(client_id)
+            else:
+                self.table.release(number)
             raise OAuthError(
                 503, "temporarily_unavailable", "registration failed; try again"
             ) from None
-        logger.info("registered client %s (%s) for %s", client_id, request.client_name, source)
-        registered: dict[str, Any] = {
-            "client_id": client_id,
-            "client_id_issued_at": int(now),
-            "redirect_uris": request.redirect_uris,
-            "grant_types": list(GRANT_TYPES),
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "scope": " ".join(request.scopes),
-        }
-        if request.client_name:
-            registered["client_name"] = request.client_name
-        return json_response(201, registered, {"cache-control": "no-store"})
+        return client_id
 
     # -- actions: agent keys for the admin API, the sweep ------------------------
 
     def _create_agent_client(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        name, scopes = event.get("name"), event.get("scopes")
-        if not isinstance(name, str) or not isinstance(scopes, list):
-            raise ValueError("create_agent_client needs a name and a list of scopes")
-        if not scopes or not all(s in SCOPE_GRANTS for s in scopes):
-            raise ValueError("an agent key's scopes are memory/* scopes")
-        client_id, secret = self.cognito.create_agent_client(name, scopes)
+        """An agent key's app client for ``workspace``, named ``{workspace}.{name}``
+        here (not by the caller), recorded as made by ``created_by`` for it."""
+        workspace, name = event.get("workspace"), event.get("name")
+        scopes, created_by = event.get("scopes"), event.get("created_by")
+        if not isinstance(workspace, str) or not SLUG.match(workspace):
+            raise ValueError("create_agent_client needs the workspace's slug")
+        if not isinstance(name, str) or not _KEY_NAME.match(name):
+            raise ValueError("an agent key's name is 1-64 letters, digits, '_', '.', '-'")
+        problem = agent_key_scope_problem(scopes)
+        if problem is not None:
+            raise ValueError(problem)
+        if not isinstance(created_by, str) or not _PRINCIPAL_ID.match(created_by):
+            raise ValueError("create_agent_client needs the creating admin's principal id")
+        assert isinstance(scopes, list)
+        client_id, secret = self.cognito.create_key_client(f"{workspace}.{name}", scopes)
+        try:
+            self.table.add_agent_client(
+                AgentClientRecord(
+                    client_id=client_id,
+                    workspace=workspace,
+                    created_by=created_by,
+                    name=name,
+                    scopes=list(scopes),
+                    created_at=int(self.clock()),
+                )
+            )
+        except Exception:
+            # A client nobody recorded could never be deleted through this function.
+            self.cognito.delete_app_client(client_id)
+            raise
+        logger.info("agent client %s made for %s by %s", client_id, workspace, created_by)
         return {"client_id": client_id, "client_secret": secret}
 
     def _delete_agent_client(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        client_id = event.get("client_id")
+        """Delete an agent key's app client this function made for ``workspace``.
+        Any other client id (the people client, a registered client, another
+        workspace's key, one that is gone) answers ``deleted: false`` and is left
+        alone."""
+        workspace, client_id = event.get("workspace"), event.get("client_id")
+        if not isinstance(workspace, str) or not SLUG.match(workspace):
+            raise ValueError("delete_agent_client needs the workspace's slug")
         if not isinstance(client_id, str) or not client_id:
             raise ValueError("delete_agent_client needs a client_id")
-        return {"deleted": bool(self.cognito.delete_agent_client(client_id))}
+        record = self.table.agent_client(client_id)
+        if record is None or record.workspace != workspace:
+            logger.warning("refused to delete client %s for %s: not its key", client_id, workspace)
+            return {"deleted": False}
+        existed = bool(self.cognito.delete_app_client(client_id))
+        self.table.remove_agent_client(client_id)
+        return {"deleted": existed}
 
     def sweep_clients(self) -> dict[str, Any]:
-        """Delete registered clients whose last use is ``idle_days`` old, and those
-        never used a day after they registered (an abandoned sign-in)."""
+        """Delete registered clients whose last use is ``idle_days`` old, and those no
+        member used within the grace period after they registered (an abandoned
+        sign-in, or a client of someone who is no member); give back places held by
+        registrations that died midway; count records the ceiling does not yet."""
         now = self.clock()
         idle_cutoff = now - self.idle_days * 86_400
         unused_cutoff = now - REGISTERED_CLIENT_UNUSED_GRACE_S
         removed: list[str] = []
         kept = 0
-        for record in self.table.clients():
+        for number, created_at in list(self.table.reservations()):
+            if created_at < now - REGISTRATION_RESERVATION_TTL_S and self.table.release(number):
+                logger.warning("gave back the place of registration %s (never finished)", number)
+        for record in list(self.table.clients()):
             cutoff = unused_cutoff if record.last_used is None else idle_cutoff
             if record.last_activity >= cutoff:
                 kept += 1
+                if not record.counted:
+                    self.table.count_client(record.client_id)
                 continue
-            existed = self.cognito.delete_agent_client(record.client_id)
+            existed = self.cognito.delete_app_client(record.client_id)
             self.table.remove_client(record.client_id)
             removed.append(record.client_id)
             try:
@@ -236,7 +341,7 @@ class Management:
                 logger.exception("removal of client %s not audited", record.client_id)
         if removed:
             logger.info("removed %d unused registered clients", len(removed))
-        return {"removed": removed, "kept": kept}
+        return {"removed": removed, "kept": kept, "live": self.table.live_registered()}
 
     def _audit(self, detail_type: str, detail: dict[str, Any], now: float) -> None:
         if self.events_client is None or not self.audit_bus:
@@ -270,8 +375,9 @@ def _slow_down(now: float, message: str) -> OAuthError:
 def _cognito_refusal(exc: Exception) -> OAuthError:
     code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
     if code == "LimitExceededException":
-        # The pool's app-client quota (docs/deploy.md): nothing to do but wait for the
-        # sweep or ask for more.
+        # The pool's app-client quota (docs/deploy.md), below which the ceiling should
+        # have stopped registration: the quota is lower than configured, or agent keys
+        # took more than their reserved room.
         logger.error("the user pool's app client quota is reached")
         return OAuthError(503, "temporarily_unavailable", "no more clients can be registered now")
     if code == "InvalidParameterException":
@@ -283,7 +389,7 @@ def _cognito_refusal(exc: Exception) -> OAuthError:
 def build_management(env: Mapping[str, str] = os.environ) -> Management:
     """From the template's environment: ``USER_POOL_ID``, ``OAUTH_BASE_URL``,
     ``SIGNIN_TABLE``, ``PUBLIC_BASE_URL``, ``AUDIT_BUS_NAME``, ``CLIENT_IDLE_DAYS``,
-    ``ALLOWED_REDIRECT_URIS`` (unset: the default allow-list)."""
+    ``ALLOWED_REDIRECT_URIS`` (unset: the default allow-list) and ``APP_CLIENT_QUOTA``."""
     import boto3
 
     from memory_server.admin.identity import CognitoDirectory
@@ -297,4 +403,5 @@ def build_management(env: Mapping[str, str] = os.environ) -> Management:
         audit_bus=env.get("AUDIT_BUS_NAME") or None,
         idle_days=int(env.get("CLIENT_IDLE_DAYS") or REGISTERED_CLIENT_IDLE_DAYS),
         allowed_redirect_uris=allowed_redirect_uris(env.get("ALLOWED_REDIRECT_URIS")),
+        app_client_quota=int(env.get("APP_CLIENT_QUOTA") or USER_POOL_APP_CLIENT_QUOTA),
     )
