@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -499,12 +500,16 @@ def audit(
         lambda: _table(
             "audit",
             ["id", "time", "operation", "uri", "actor"],
-            [
-                [e["id"], e["time"], e["operation"], e["uri"], e["actor_handle"] or e["actor"]]
-                for e in events
-            ],
+            [[e["id"], e["time"], e["operation"], e["uri"], _actor(e)] for e in events],
         ),
     )
+
+
+def _actor(event: dict[str, Any]) -> str:
+    """Who did it: a member's handle, the server itself (an expiry), or the id."""
+    if event["actor_handle"]:
+        return str(event["actor_handle"])
+    return "(the server)" if event["actor"] == str(uuid.UUID(int=0)) else str(event["actor"])
 
 
 # -- export and import ----------------------------------------------------------

@@ -208,3 +208,13 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     assert target not in {
         w["slug"] for w in as_json(memoryctl(stack, "--json", "workspaces", "list"))["workspaces"]
     }
+
+
+def test_the_audit_table_names_the_server_for_what_it_did_itself() -> None:
+    from memory_cli.main import _actor
+
+    nil = "00000000-0000-0000-0000-000000000000"
+    assert _actor({"actor_handle": None, "actor": nil}) == "(the server)"  # an expiry
+    assert _actor({"actor_handle": "alice", "actor": "x"}) == "alice"
+    gone = "3f1c0a52-0000-4000-8000-000000000000"  # a writer no longer a member
+    assert _actor({"actor_handle": None, "actor": gone}) == gone
