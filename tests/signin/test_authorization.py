@@ -118,7 +118,7 @@ def test_app_clients_are_read_from_the_pool(signin_aws: LocalAws) -> None:
         scopes=("memory/read",),
         code_flow=True,
     )
-    agent, _ = directory.create_agent_client(f"agent-{uuid.uuid4().hex[:6]}", ["memory/read"])
+    agent, _ = directory.create_key_client(f"agent-{uuid.uuid4().hex[:6]}", ["memory/read"])
     described = clients.describe(agent)
     assert described is not None and not described.code_flow and described.redirect_uris == ()
     assert clients.describe("nosuchclient") is None
