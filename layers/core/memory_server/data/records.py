@@ -9,9 +9,9 @@ queues its statement on a request :class:`~.pool.Transaction` and returns a
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from memory_server.data.pool import Pending, Transaction
 from memory_server.data.statements import Row, every, first
@@ -102,6 +102,13 @@ class RecentRow(Placed):
 
     updated_at: datetime
     updated_by: str | None
+
+
+@dataclass(slots=True)
+class BriefRows:
+    pinned: list[PinnedRow] = field(default_factory=list)
+    recent: list[RecentRow] = field(default_factory=list)
+    skills: list[SkillRow] = field(default_factory=list)
 
 
 class Locked(TypedDict):
@@ -279,21 +286,44 @@ def skill_page(
     return tx.query("skill_page", params, every)
 
 
-def pinned(
-    tx: Transaction, caller: Caller, *, content_chars: int, limit: int
-) -> Pending[list[PinnedRow]]:
-    """Pinned memories and notes in view, personal first, then the nearest context,
-    then the newest, with up to ``content_chars`` of each body."""
-    params = {**view(caller), "content_chars": content_chars, "limit": limit}
-    return tx.query("brief_pinned", params, every)
+def brief(
+    tx: Transaction,
+    caller: Caller,
+    *,
+    content_chars: int,
+    pinned: int,
+    since: datetime | None,
+    recent: int,
+    head_chars: int,
+    skills: int,
+) -> Pending[BriefRows]:
+    """The briefing's reads in one statement: up to ``pinned`` pinned memories and
+    notes in view (personal first, then the nearest context, then the newest) with up
+    to ``content_chars`` of each body; up to ``recent`` others changed after ``since``
+    (or the latest), newest first; the first ``skills`` skills in view."""
+    params = {
+        **view(caller),
+        "content_chars": content_chars,
+        "pinned": pinned,
+        "since": since,
+        "recent": recent,
+        "head_chars": head_chars,
+        "skills": skills,
+    }
 
+    def shape(rows: list[Row]) -> BriefRows:
+        found = BriefRows()
+        for row in rows:
+            section = row.pop("section")
+            if section == "pinned":
+                found.pinned.append(cast(PinnedRow, row))
+            elif section == "recent":
+                found.recent.append(cast(RecentRow, row))
+            else:
+                found.skills.append(cast(SkillRow, {**row, "head": row["content"]}))
+        return found
 
-def recent(
-    tx: Transaction, caller: Caller, *, since: datetime | None, limit: int
-) -> Pending[list[RecentRow]]:
-    """Memories and notes in view, not pinned, changed after ``since`` (or the latest),
-    newest first."""
-    return tx.query("brief_recent", {**view(caller), "since": since, "limit": limit}, every)
+    return tx.query("brief", params, shape)
 
 
 def complete_paths(

@@ -1,4 +1,4 @@
-"""memory_brief: what an agent loads at session start, in one read transaction.
+"""memory_brief: what an agent loads at session start, in one statement.
 
 Pinned memories and notes with their content, then what changed lately, then the
 skills in view: the same view, labels and deadline as every read. The domain
@@ -7,8 +7,6 @@ caller's ``max_bytes`` on the bytes sent (:func:`memory_server.protocol.budget.f
 """
 
 from __future__ import annotations
-
-import uuid
 
 from memory_server.data import records
 from memory_server.domain.arguments import BriefArgs
@@ -24,7 +22,7 @@ from memory_server.domain.limits import (
 from memory_server.domain.results import Brief, PinnedRecord
 from memory_server.domain.summaries import summary
 from memory_server.domain.times import parse_time
-from memory_server.operations.skills import START, skill_entry
+from memory_server.operations.skills import skill_entry
 from memory_server.operations.store import Store
 
 
@@ -34,24 +32,22 @@ def memory_brief(
     caller.require_read()
     since = None if args.since is None else parse_time(args.since, "since")
     with store.db.read(caller, deadline or Deadline()) as tx:
-        # One round trip: the three statements travel together.
-        pinned = records.pinned(
-            tx, caller, content_chars=BRIEF_CONTENT_BYTES, limit=BRIEF_PINNED_ITEMS
-        )
-        recent = records.recent(tx, caller, since=since, limit=BRIEF_RECENT_ITEMS)
-        skills = records.skill_page(
+        found = records.brief(
             tx,
             caller,
+            content_chars=BRIEF_CONTENT_BYTES,
+            pinned=BRIEF_PINNED_ITEMS,
+            since=since,
+            recent=BRIEF_RECENT_ITEMS,
             head_chars=SKILL_HEAD_CHARS,
-            after_path=START[0],
-            after_owner=uuid.UUID(START[1]),
-            limit=BRIEF_SKILL_ITEMS,
+            skills=BRIEF_SKILL_ITEMS,
         )
+    rows = found.get()
     return Brief(
         pinned=[
-            PinnedRecord(summary(caller, row), row["content"], row["cut"]) for row in pinned.get()
+            PinnedRecord(summary(caller, row), row["content"], row["cut"]) for row in rows.pinned
         ],
-        recent=[{**summary(caller, row), "updated_by": row["updated_by"]} for row in recent.get()],
-        skills=[skill_entry(caller, row) for row in skills.get()],
+        recent=[{**summary(caller, row), "updated_by": row["updated_by"]} for row in rows.recent],
+        skills=[skill_entry(caller, row) for row in rows.skills],
         max_bytes=args.max_bytes,
     )

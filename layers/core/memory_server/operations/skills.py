@@ -31,7 +31,7 @@ from memory_server.operations.store import Store
 
 SKILL_FILE = "SKILL.md"
 PERSONAL = "me/"
-START = ["", "00000000-0000-0000-0000-000000000000"]  # before the first skill
+_START = ["", "00000000-0000-0000-0000-000000000000"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ def skill_page(
         "context": caller.context.key,
         "grants": sorted_grants(caller.grants),
     }
-    after = START
+    after = _START
     if cursor is not None:
         after = decode_cursor(store.cursor_secret, cursor, binding)
     with store.db.read(caller, deadline or Deadline()) as tx:

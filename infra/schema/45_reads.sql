@@ -1,0 +1,99 @@
+-- Reads that a session makes in one call: the page of skills a caller can see and the
+-- briefing of memory_brief.
+--
+-- Functions that run as the caller (SECURITY INVOKER: row-level security applies as to
+-- plain statements), in PL/pgSQL so that their plans stay cached on the connection:
+-- request statements are not prepared (memory_server.data.pool), and the briefing's
+-- three reads cost more to plan than to run (about 1 ms each). The statements
+-- skill_page and brief (layers/core/memory_server/data/sql/) call them.
+--
+-- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
+-- migrations).
+
+-- One page of the skills in view, as prompts: each skill folder's SKILL.md
+-- ({folder}/SKILL.md under kind skills) in the nearest context, in (path, owner)
+-- order after a position. Only the head of the body is read: enough for the front
+-- matter.
+CREATE OR REPLACE FUNCTION skill_page(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
+                                      p_head_chars integer, p_after_path text,
+                                      p_after_owner uuid, p_limit integer)
+RETURNS TABLE (id uuid, owner_id uuid, context_key text, path text, title text,
+               revision integer, head text)
+LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+        SELECT DISTINCT ON (m.path, m.owner_id)
+               m.id, m.owner_id, m.context_key::text, m.path::text, m.title, m.revision,
+               left(m.body, least(p_head_chars, strpos(substr(m.body, 4), E'\n---') + 7))
+        FROM records_in_view(p_workspace_id, p_owners, p_contexts) AS m
+        WHERE m.kind = 'skills'
+          AND m.path ~ '^[^/]+/SKILL\.md$'
+          AND m.path >= p_after_path
+          AND (m.path, m.owner_id) > (p_after_path, p_after_owner)
+        ORDER BY m.path, m.owner_id, array_position(p_contexts, m.context_key::text)
+        LIMIT p_limit;
+END
+$$;
+REVOKE ALL ON FUNCTION skill_page(uuid, uuid[], text[], integer, text, uuid, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION skill_page(uuid, uuid[], text[], integer, text, uuid, integer)
+    TO memory_runtime;
+
+-- The briefing, in three sections of rows:
+-- 'pinned': pinned memories and notes in view, the caller's personal ones first, then
+--   by context, nearest first, then newest; the head of each body (p_content_chars)
+--   and whether there is more (cut);
+-- 'recent': the other memories and notes in view changed after p_since (or the
+--   latest), newest first, without bodies, with the writer's handle (looked up once
+--   per writer: a definer function, 0.1 ms a call);
+-- 'skill': the first skills in view, as skill_page gives them (head in content).
+CREATE OR REPLACE FUNCTION brief(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
+                                 p_content_chars integer, p_pinned integer,
+                                 p_since timestamptz, p_recent integer, p_head_chars integer,
+                                 p_skills integer)
+RETURNS TABLE (section text, id uuid, owner_id uuid, context_key text, kind text, path text,
+               title text, revision integer, updated_at timestamptz, content text, cut boolean,
+               updated_by text)
+LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+        SELECT 'pinned', m.id, m.owner_id, m.context_key::text, m.kind::text, m.path::text,
+               m.title, m.revision, m.updated_at, left(m.body, p_content_chars),
+               char_length(m.body) > p_content_chars, NULL::text
+        FROM records_in_view(p_workspace_id, p_owners, p_contexts) AS m
+        WHERE m.pinned
+          AND m.kind IN ('memories', 'notes')
+        ORDER BY m.owner_id = '00000000-0000-0000-0000-000000000000',
+                 array_position(p_contexts, m.context_key::text), m.updated_at DESC, m.id
+        LIMIT p_pinned;
+    RETURN QUERY
+        WITH recent AS (
+            SELECT m.id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision,
+                   m.updated_at, m.updated_by
+            FROM records_in_view(p_workspace_id, p_owners, p_contexts) AS m
+            WHERE NOT m.pinned
+              AND m.kind IN ('memories', 'notes')
+              AND (p_since IS NULL OR m.updated_at > p_since)
+            ORDER BY m.updated_at DESC, m.id
+            LIMIT p_recent
+        ), writers AS (
+            SELECT w.updated_by, principal_handle(w.updated_by) AS handle
+            FROM (SELECT DISTINCT r.updated_by FROM recent AS r) AS w
+        )
+        SELECT 'recent', r.id, r.owner_id, r.context_key::text, r.kind::text, r.path::text,
+               r.title, r.revision, r.updated_at, NULL::text, NULL::boolean, w.handle
+        FROM recent AS r
+        JOIN writers AS w ON w.updated_by = r.updated_by
+        ORDER BY r.updated_at DESC, r.id;
+    RETURN QUERY
+        SELECT 'skill', s.id, s.owner_id, s.context_key, 'skills', s.path, s.title, s.revision,
+               NULL::timestamptz, s.head, NULL::boolean, NULL::text
+        FROM skill_page(p_workspace_id, p_owners, p_contexts, p_head_chars, '',
+                        '00000000-0000-0000-0000-000000000000', p_skills) AS s;
+END
+$$;
+REVOKE ALL ON FUNCTION brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
+                             integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
+                                integer, integer) TO memory_runtime;
