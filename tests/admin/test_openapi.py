@@ -46,7 +46,9 @@ def test_the_gateway_routes_every_admin_path_with_the_admin_scope() -> None:
     for route in ROUTES:
         path = "/w/acme/admin" + route.template.replace("{subject}", "x").replace(
             "{client_id}", "y"
-        ).replace("{context}", "dm:z")
+        ).replace("{context}", "dm:z").replace(
+            "{invitation_id}", "00000000-0000-0000-0000-000000000001"
+        )
         matched = match_route(route.method, path)
         assert matched is not None
         gateway_route, parameters = matched
