@@ -151,6 +151,93 @@ DELIBERATE = {
     "functions records_in_view(uuid,uuid[],text[]): not in the recorded catalog": (
         "the first wall's predicate, stated once for the request statements that read records"
     ),
+    # Issue 23, item 2: private channels and DMs change only by their members' hands.
+    "functions admin_context_state(text): not in the recorded catalog": (
+        "what a change of a private context needs to know that the admin may not read"
+    ),
+    "functions context_state(uuid,text,uuid): not in the recorded catalog": (
+        "the facts of a context (registered, private, caller in it, anyone, records)"
+    ),
+    "functions lock_private_context(uuid,text,uuid): not in the recorded catalog": (
+        "locks a registered context and refuses an admin outside a private one"
+    ),
+    "functions registrable_kind(text): not in the recorded catalog": (
+        "a channel or a DM, never a thread: the kind the admin functions register"
+    ),
+    "functions admin_register_context(text,uuid[]): not in the recorded catalog": (
+        "registering a context or changing its members: only its members, DMs fixed"
+    ),
+    "functions admin_unregister_context(text): not in the recorded catalog": (
+        "unregistering: only its members, and never while it holds records"
+    ),
+    "functions admin_delete_context(text,text): not in the recorded catalog": (
+        "any admin deletes a private context wholesale, purged like deletes, never read"
+    ),
+    "functions membership_ended(): not in the recorded catalog": (
+        "a membership's end ends its context memberships (the runtime role cannot)"
+    ),
+    "triggers memberships.memberships_ended: not in the recorded catalog": (
+        "runs membership_ended after every membership deleted"
+    ),
+    "functions is_context_member(uuid,text): not in the recorded catalog": (
+        "for the context_members policy: an admin reads the members of its own contexts"
+    ),
+    "policies context_members.runtime_select: differs in using": (
+        "an admin sees the members of the private contexts it is in only"
+    ),
+    "policies context_members.runtime_insert: differs in with_check": (
+        "the registry changes through the admin functions only"
+    ),
+    "policies context_members.runtime_update: differs in using, with_check": (
+        "the registry changes through the admin functions only"
+    ),
+    "policies context_members.runtime_delete: differs in using": (
+        "the registry changes through the admin functions only"
+    ),
+    "policies contexts.runtime_insert: differs in with_check": (
+        "the registry changes through the admin functions only"
+    ),
+    "policies contexts.runtime_update: differs in using, with_check": (
+        "the registry changes through the admin functions only"
+    ),
+    "policies contexts.runtime_delete: differs in using": (
+        "the registry changes through the admin functions only"
+    ),
+    "tables contexts: differs in acl, columns": (
+        "migration 0003 revokes the runtime role's INSERT, DELETE and UPDATE (private)"
+    ),
+    "tables context_members: differs in acl": (
+        "migration 0003 revokes the runtime role's INSERT and DELETE"
+    ),
+    # Issue 23, item 6: invitations instead of adding people by subject.
+    "tables invitations: not in the recorded catalog": (
+        "pending invitations (migration 0003), reached through the admin functions only"
+    ),
+    "indexes invitations_pkey: not in the recorded catalog": "the invitations' key",
+    "indexes invitations_one_per_subject: not in the recorded catalog": (
+        "one pending invitation per subject and workspace"
+    ),
+    "indexes invitations_subject: not in the recorded catalog": (
+        "erasure finds a person's invitations"
+    ),
+    "functions admin_invite(text,text[],boolean,interval,integer): not in the recorded catalog": (
+        "an admin invites any subject, answered alike"
+    ),
+    "functions admin_invitations(): not in the recorded catalog": "the pending invitations",
+    "functions admin_revoke_invitation(uuid): not in the recorded catalog": (
+        "an admin withdraws an invitation"
+    ),
+    "functions accept_invitation(text,uuid,text,boolean,text,text): not in the recorded "
+    "catalog": "the invitee accepts with its own token: the membership begins",
+    "functions admin_joinable_principal(text): differs in body": (
+        "an admin adds directly only its workspace's own agent keys"
+    ),
+    "functions is_workspace_key(uuid): not in the recorded catalog": (
+        "for the memberships policy: the runtime role inserts only its workspace's keys"
+    ),
+    "policies memberships.runtime_insert: differs in with_check": (
+        "people and other workspaces' services join by accepting an invitation only"
+    ),
 }
 # Added NOT VALID by migration 0012 so as not to rewrite rows made before it; a fresh
 # table has none, so the baseline's are validated.
