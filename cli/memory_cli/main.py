@@ -273,7 +273,10 @@ def _explain(response: httpx2.Response) -> str:
     except ValueError:
         body = {}
     if status == 404 and not response.content:
-        return "404: no such workspace, or you are not a member of it"
+        return (
+            "404: no such workspace, or you are not a member of it "
+            "(accepting: no pending invitation of yours with that id there)"
+        )
     message = body.get("message") or response.reason_phrase
     problems = "".join(
         f"\n  {p['field']}: {p['message']} ({p['rule']})" for p in body.get("problems", [])
