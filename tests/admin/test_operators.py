@@ -317,6 +317,8 @@ def test_the_idempotent_forms_change_and_audit_only_what_is_not_in_place(owner) 
     refusals = [
         (lambda: operators.register_context(owner, ws, "channel:x", [stranger]), 422),
         (lambda: operators.register_context(owner, ws, "channel:x/thread:1", [pat]), 422),
+        # A DM's participants are fixed for the operator too.
+        (lambda: operators.register_context(owner, ws, "dm:pat-bot", [pat]), 409),
         (lambda: operators.ensure_principal(owner, "service", subject, "pat"), 409),
         (lambda: operators.set_membership(owner, ws, pat, ["fly"]), 422),
         (

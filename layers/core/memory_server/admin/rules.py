@@ -309,8 +309,9 @@ def context_unregistration(context_key: str, now: ContextNow) -> Event:
                 "conflict",
                 "private_context_holds_records",
                 "context",
-                "a private channel or DM that holds records is not unregistered (it would "
-                "open to every member): delete it wholesale, or its records, first",
+                "a private channel or DM that holds records is not unregistered (a channel "
+                "would open to every member, a DM's records pass to whoever registers it "
+                "next): delete its records, or delete it wholesale, first",
             )
     return Event("context.unregister", f"contexts/{context_key}", {"context": context_key})
 

@@ -3,9 +3,13 @@ every admin change, whoever makes it.
 
 The admin API runs these in the caller's request transaction (as the runtime role,
 so row-level security checks the admin grant again). The statements that change a
-workspace the way an admin does (its memory feature, a membership, a registered
-context, the audit row) are the operator path's too (``admin/operators.py``, the owner
-role): those functions take either, see :data:`On`.
+workspace the way an admin does (its memory feature, a membership, the audit row) are
+the operator path's too (``admin/operators.py``, the owner role): those functions take
+either, see :data:`On`. Private contexts and invitations change only through the
+``SECURITY DEFINER`` functions of ``infra/schema/70_admin.sql``, which enforce their
+rules again (the operator registers contexts with a statement of its own,
+:mod:`.operators`); the invitee's acceptance runs before it is a member, in a
+transaction of its own (:func:`accept_invitation`).
 """
 
 from __future__ import annotations
