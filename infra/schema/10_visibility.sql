@@ -116,7 +116,7 @@ GRANT EXECUTE ON FUNCTION is_workspace_key(uuid) TO memory_runtime;
 -- operator tasks and the SECURITY DEFINER functions, which apply the predicate
 -- themselves). The context registry changes only through the admin functions of
 -- 70_admin.sql, which know who may change a private context: the runtime role may
--- not write it directly (nor, since migration 0003, hold the privilege to).
+-- not write it directly (nor, since 0003_invitations.sql, hold the privilege to).
 DO $$
 DECLARE
     p record;

@@ -204,14 +204,14 @@ DELIBERATE = {
         "the registry changes through the admin functions only"
     ),
     "tables contexts: differs in acl, columns": (
-        "migration 0003 revokes the runtime role's INSERT, DELETE and UPDATE (private)"
+        "0003_invitations.sql revokes the runtime role's INSERT, DELETE and UPDATE (private)"
     ),
     "tables context_members: differs in acl": (
-        "migration 0003 revokes the runtime role's INSERT and DELETE"
+        "0003_invitations.sql revokes the runtime role's INSERT and DELETE"
     ),
     # Issue 23, item 6: invitations instead of adding people by subject.
     "tables invitations: not in the recorded catalog": (
-        "pending invitations (migration 0003), reached through the admin functions only"
+        "pending invitations (0003_invitations.sql), reached through the admin functions only"
     ),
     "indexes invitations_pkey: not in the recorded catalog": "the invitations' key",
     "indexes invitations_one_per_subject: not in the recorded catalog": (

@@ -1,8 +1,9 @@
 """Workspace administration: one function per admin action, each one transaction.
 
 Every action runs as the runtime role inside the caller's request transaction
-(``Database.read`` or ``Database.write``), so row-level security checks the admin grant again in
-the database (migration 0003 and 0007). Every change takes the workspace's row
+(``Database.read`` or ``Database.write``), so row-level security checks the admin grant
+again in the database (``infra/schema/10_visibility.sql``; the functions of
+``70_admin.sql`` check it themselves). Every change takes the workspace's row
 lock first (changes of one workspace are serialised, which the last-admin rule
 needs) and writes its audit row in the same transaction; a request that changes
 nothing writes no audit row. The rules a change follows, and its audit row, are the
