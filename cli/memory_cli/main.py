@@ -2,10 +2,11 @@
 
 Two kinds of command:
 
-- **workspace admin** (``memory``, ``members``, ``keys``, ``contexts``, ``audit``,
-  ``export``, ``import``): HTTP calls with an access token, exactly what any client
-  of the admin API or the MCP endpoint could do (``--url``, ``--workspace``,
-  ``--token``; or ``--as NAME`` for a token from ``.dev/endpoint.json``);
+- **workspace admin** (``memory``, ``members``, ``invitations``, ``keys``,
+  ``contexts``, ``audit``, ``export``, ``import``): HTTP calls with an access token,
+  exactly what any client of the admin API or the MCP endpoint could do (``--url``,
+  ``--workspace``, ``--token``; or ``--as NAME`` for a token from
+  ``.dev/endpoint.json``); ``invitations accept`` is the invitee's, with its own token;
 - **operator** (``workspaces``, ``identities``, ``erase``): the owner role's database
   URL (``--database-url``, else ``database_url`` from the endpoint file), plus the
   user pool when one is configured (app clients to delete, people to sign out).
@@ -54,12 +55,16 @@ app = typer.Typer(
 )
 memory_app = typer.Typer(help="The workspace's memory feature.", no_args_is_help=True)
 members_app = typer.Typer(help="Members and their grants.", no_args_is_help=True)
+invitations_app = typer.Typer(
+    help="Invitations: how people (and other workspaces' services) join.", no_args_is_help=True
+)
 keys_app = typer.Typer(help="Agent keys (client-credentials app clients).", no_args_is_help=True)
 contexts_app = typer.Typer(help="Private channels and DMs.", no_args_is_help=True)
 workspaces_app = typer.Typer(help="Operator: workspaces (owner role).", no_args_is_help=True)
 identities_app = typer.Typer(help="Operator: identities (owner role).", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(members_app, name="members")
+app.add_typer(invitations_app, name="invitations")
 app.add_typer(keys_app, name="keys")
 app.add_typer(contexts_app, name="contexts")
 app.add_typer(workspaces_app, name="workspaces")
@@ -269,7 +274,10 @@ def _explain(response: httpx2.Response) -> str:
     except ValueError:
         body = {}
     if status == 404 and not response.content:
-        return "404: no such workspace, or you are not a member of it"
+        return (
+            "404: no such workspace, or you are not a member of it "
+            "(accepting: no pending invitation of yours with that id there)"
+        )
     message = body.get("message") or response.reason_phrase
     problems = "".join(
         f"\n  {p['field']}: {p['message']} ({p['rule']})" for p in body.get("problems", [])
@@ -371,9 +379,10 @@ def members_set(
         bool | None, typer.Option("--personal-namespace/--no-personal-namespace")
     ] = None,
 ) -> None:
-    """Add a member or change its grants (the grants given replace the old ones).
+    """Change a member's grants (the grants given replace the old ones).
 
-    The identity must be known to the service (``memoryctl identities add``)."""
+    People, and other workspaces' services, join by accepting an invitation
+    (``memoryctl invitations create``)."""
     settings = _settings(ctx)
     body: dict[str, Any] = {"grants": grant or []}
     if personal_namespace is not None:
@@ -387,6 +396,79 @@ def members_remove(ctx: typer.Context, subject: str) -> None:
     """Remove a member (its personal records stay, unreachable, until it is re-added)."""
     settings = _settings(ctx)
     emit(settings, AdminClient(settings).request("DELETE", f"/members/{quote(subject, safe='')}"))
+
+
+# -- invitations ----------------------------------------------------------------
+
+
+@invitations_app.command("create")
+def invitations_create(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="Cognito sub or app client id")],
+    grant: Annotated[
+        list[str] | None, typer.Option("--grant", "-g", help=f"One of {', '.join(ALL_GRANTS)}")
+    ] = None,
+    personal_namespace: Annotated[
+        bool | None,
+        typer.Option("--personal-namespace/--no-personal-namespace", help="Services only"),
+    ] = None,
+) -> None:
+    """Invite an identity: it becomes a member when it accepts with its own token."""
+    settings = _settings(ctx)
+    body: dict[str, Any] = {"subject": subject, "grants": grant or []}
+    if personal_namespace is not None:
+        body["personal_namespace"] = personal_namespace
+    made = AdminClient(settings).request("POST", "/invitations", body)
+    if settings.json:
+        emit(settings, made)
+        return
+    out.print(f"invitation  {made['id']}   (expires {made['expires_at']})")
+    out.print(f"grants      {' '.join(made['grants'])}")
+    out.print(
+        f"the invitee accepts with:  memoryctl -w {settings.workspace_slug()} "
+        f"invitations accept {made['id']}"
+    )
+
+
+@invitations_app.command("list")
+def invitations_list(ctx: typer.Context) -> None:
+    """Pending invitations."""
+    _show_list(
+        ctx,
+        "/invitations",
+        "invitations",
+        [
+            ("id", "id"),
+            ("subject", "subject"),
+            ("grants", "grants"),
+            ("by", "invited_by"),
+            ("expires", "expires_at"),
+        ],
+    )
+
+
+@invitations_app.command("revoke")
+def invitations_revoke(ctx: typer.Context, invitation_id: str) -> None:
+    """Withdraw a pending invitation."""
+    settings = _settings(ctx)
+    path = f"/invitations/{quote(invitation_id, safe='')}"
+    emit(settings, AdminClient(settings).request("DELETE", path))
+
+
+@invitations_app.command("accept")
+def invitations_accept(
+    ctx: typer.Context,
+    invitation_id: str,
+    handle: Annotated[
+        str | None,
+        typer.Option(help="Your handle, if you are new to the service (shown everywhere)"),
+    ] = None,
+) -> None:
+    """Accept an invitation, as the invitee (your own token): you become a member."""
+    settings = _settings(ctx)
+    path = f"/invitations/{quote(invitation_id, safe='')}/accept"
+    body = {} if handle is None else {"handle": handle}
+    emit(settings, AdminClient(settings).request("POST", path, body))
 
 
 # -- agent keys -----------------------------------------------------------------
@@ -442,12 +524,25 @@ def keys_revoke(ctx: typer.Context, client_id: str) -> None:
 
 @contexts_app.command("list")
 def contexts_list(ctx: typer.Context) -> None:
-    """Registered contexts and the contexts holding records."""
-    _show_list(
-        ctx,
-        "/contexts",
-        "contexts",
-        [("context", "context"), ("kind", "kind"), ("members", "members")],
+    """Registered contexts and the contexts holding records (the members of a private
+    context only where you are one of them)."""
+    settings = _settings(ctx)
+    found = AdminClient(settings).request("GET", "/contexts")
+    emit(
+        settings,
+        found,
+        lambda: _table(
+            "contexts",
+            ["context", "kind", "members"],
+            [
+                [
+                    c["context"],
+                    c["kind"],
+                    "(not yours to see)" if c["members"] is None else c["members"],
+                ]
+                for c in found["contexts"]
+            ],
+        ),
     )
 
 
@@ -465,9 +560,25 @@ def contexts_set(
 
 @contexts_app.command("remove")
 def contexts_remove(ctx: typer.Context, context: str) -> None:
-    """Unregister a private channel (open again) or a DM (unusable)."""
+    """Unregister a private channel (open again) or a DM (unusable): its members only,
+    and only while it holds no records."""
     settings = _settings(ctx)
     path = f"/contexts/{quote(context, safe=':')}"
+    emit(settings, AdminClient(settings).request("DELETE", path))
+
+
+@contexts_app.command("delete")
+def contexts_delete(
+    ctx: typer.Context,
+    context: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete every record in it")] = False,
+) -> None:
+    """Delete a private channel or DM wholesale (any admin, in it or not): its records
+    purged, its members removed; it stays registered, and nobody's."""
+    settings = _settings(ctx)
+    if not yes:
+        raise Failure(f"this deletes every record of {context!r} and its threads: add --yes")
+    path = f"/contexts/{quote(context, safe=':')}/records"
     emit(settings, AdminClient(settings).request("DELETE", path))
 
 
@@ -684,8 +795,9 @@ def identities_add(
     handle: Annotated[str, typer.Option(help="Display name, shown in every workspace")],
     kind: Annotated[str, typer.Option(help="person or service")] = "person",
 ) -> None:
-    """Make an identity known to the service (unchanged if it is), so that workspace
-    admins can add it as a member."""
+    """Make an identity known to the service (unchanged if it is), with the handle it
+    shows everywhere: a service must be known before it accepts an invitation (a
+    person new to the service names its own handle when it accepts)."""
     settings = _settings(ctx)
     if kind not in ("person", "service"):
         raise Failure("--kind must be person or service")

@@ -105,10 +105,38 @@ $$;
 REVOKE ALL ON FUNCTION is_workspace_member(uuid) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION is_workspace_member(uuid) TO memory_runtime;
 
+-- Is the caller one of the members of this registered context? For the
+-- context_members policy, which must not read context_members under its own policy.
+CREATE OR REPLACE FUNCTION is_context_member(ws uuid, ctx text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM context_members AS cm
+                   WHERE cm.workspace_id = ws AND cm.context_key = ctx
+                     AND cm.principal_id = setting_uuid('app.principal_id'))
+$$;
+REVOKE ALL ON FUNCTION is_context_member(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION is_context_member(uuid, text) TO memory_runtime;
+
+-- Is this principal a live agent key made in the current workspace? The only
+-- identities an admin adds directly; everyone else joins by accepting an invitation
+-- (accept_invitation, 70_admin.sql).
+CREATE OR REPLACE FUNCTION is_workspace_key(p_principal uuid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM principals AS p
+                   WHERE p.id = p_principal
+                     AND p.workspace_id = setting_uuid('app.workspace_id')
+                     AND p.revoked_at IS NULL)
+$$;
+REVOKE ALL ON FUNCTION is_workspace_key(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION is_workspace_key(uuid) TO memory_runtime;
+
 -- -- Policies ----------------------------------------------------------------------------
 -- Every tenant table: a full-access policy for the owner role (it runs migrations,
 -- operator tasks and the SECURITY DEFINER functions, which apply the predicate
--- themselves); the workspace's registry tables change only with the admin grant.
+-- themselves). The context registry changes only through the admin functions of
+-- 70_admin.sql, which know who may change a private context: the runtime role may
+-- not write it directly (nor, since 0003_invitations.sql, hold the privilege to).
 DO $$
 DECLARE
     p record;
@@ -121,13 +149,23 @@ BEGIN
                              'context_members', 'memories', 'revisions',
                              'idempotency_keys', 'audit_outbox'] LOOP
         EXECUTE format('CREATE POLICY owner_all ON %I TO memory_owner USING (true) WITH CHECK (true)', t);
-        CONTINUE WHEN t NOT IN ('memberships', 'contexts', 'context_members');
-        EXECUTE format('CREATE POLICY runtime_insert ON %I FOR INSERT TO memory_runtime WITH CHECK (is_admin(workspace_id))', t);
-        EXECUTE format('CREATE POLICY runtime_update ON %I FOR UPDATE TO memory_runtime USING (is_admin(workspace_id)) WITH CHECK (is_admin(workspace_id))', t);
-        EXECUTE format('CREATE POLICY runtime_delete ON %I FOR DELETE TO memory_runtime USING (is_admin(workspace_id))', t);
+        CONTINUE WHEN t NOT IN ('contexts', 'context_members');
+        EXECUTE format('CREATE POLICY runtime_insert ON %I FOR INSERT TO memory_runtime WITH CHECK (false)', t);
+        EXECUTE format('CREATE POLICY runtime_update ON %I FOR UPDATE TO memory_runtime USING (false)', t);
+        EXECUTE format('CREATE POLICY runtime_delete ON %I FOR DELETE TO memory_runtime USING (false)', t);
     END LOOP;
 END
 $$;
+
+-- Memberships change only with the admin grant; an admin adds directly only the
+-- workspace's own agent keys (a person, or another workspace's service, joins by
+-- accepting an invitation: accept_invitation, 70_admin.sql).
+CREATE POLICY runtime_insert ON memberships FOR INSERT TO memory_runtime
+    WITH CHECK (is_admin(workspace_id) AND is_workspace_key(principal_id));
+CREATE POLICY runtime_update ON memberships FOR UPDATE TO memory_runtime
+    USING (is_admin(workspace_id)) WITH CHECK (is_admin(workspace_id));
+CREATE POLICY runtime_delete ON memberships FOR DELETE TO memory_runtime
+    USING (is_admin(workspace_id));
 
 -- memories: the visibility predicate, and the write/delete predicates; every row a
 -- request writes names the caller as its writer. An expired record is in no view.
@@ -187,14 +225,17 @@ CREATE POLICY runtime_update ON workspaces FOR UPDATE TO memory_runtime
 CREATE POLICY runtime_delete ON workspaces FOR DELETE TO memory_runtime
     USING (false);
 
--- Memberships and the context registry: a member sees its own rows, an admin all of
--- the workspace's; only admins change them (the loop above).
+-- Memberships and the context registry: a member sees its own rows; an admin all the
+-- memberships and every registered context of the workspace, but the members of a
+-- private context only where it is one of them itself (who is in a DM or a private
+-- channel is its members' business).
 CREATE POLICY runtime_select ON memberships FOR SELECT TO memory_runtime
     USING (in_workspace(workspace_id)
            AND (principal_id = setting_uuid('app.principal_id') OR is_admin(workspace_id)));
 CREATE POLICY runtime_select ON context_members FOR SELECT TO memory_runtime
     USING (in_workspace(workspace_id)
-           AND (principal_id = setting_uuid('app.principal_id') OR is_admin(workspace_id)));
+           AND (principal_id = setting_uuid('app.principal_id')
+                OR (is_admin(workspace_id) AND is_context_member(workspace_id, context_key))));
 CREATE POLICY runtime_select ON contexts FOR SELECT TO memory_runtime
     USING (in_workspace(workspace_id)
            AND (is_admin(workspace_id)

@@ -76,6 +76,7 @@ def admin_event(
     scopes: Sequence[str] = ALL_SCOPES,
     body: Any = None,
     query: str = "",
+    client_id: str = "test-client",
 ) -> dict[str, Any]:
     return api_event(
         "ANY /w/{workspace}/admin/{proxy+}",
@@ -86,6 +87,7 @@ def admin_event(
         method=method,
         query=query,
         body=body,
+        client_id=client_id,
     )
 
 
@@ -99,15 +101,20 @@ def call(
     scopes: Sequence[str] = ALL_SCOPES,
     body: Any = None,
     query: str = "",
+    as_service: bool = False,
 ) -> Response:
+    """The admin route as ``who`` (a token with ``scopes``; a service's client-credentials
+    token when ``as_service``: its client id is its subject)."""
+    subject = None if who is None else who.subject
     event = admin_event(
         workspace,
         method,
         path,
-        sub=None if who is None else who.subject,
+        sub=subject,
         scopes=scopes,
         body=body,
         query=query,
+        client_id=subject if as_service and subject else "test-client",
     )
     result = service.invoke(event)
     text = result["body"]

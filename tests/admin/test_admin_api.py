@@ -55,11 +55,24 @@ class Case:
     operation: str | None = None
     setup: Callable[[Tenants, Any], None] | None = None
     bad: tuple[str, Any, str, str] | None = None  # (path suffix or "", body, query, field)
+    # The invitee's route (not yet a member, no admin grant asked): who calls it.
+    invitee: Callable[[Tenants], Principal] | None = None
 
 
-def _known_identity(t: Tenants, service: Any) -> None:
-    """A person the service knows (the operator made them) but this workspace does not."""
-    t.ws.__dict__["new"] = t.other.person("dave").subject
+def _invite(t: Tenants, service: Any) -> None:
+    """dave (a person of the other workspace) invited into this one."""
+    dave = t.other.person("dave")
+    made = call(
+        service,
+        t.ws.slug,
+        "POST",
+        "/invitations",
+        t.alice,
+        body={"subject": dave.subject, "grants": ["read"]},
+    )
+    assert made.status == 201, made.body
+    t.ws.__dict__["invitee"] = dave
+    t.ws.__dict__["invitation"] = made.body["id"]
 
 
 def _make_key(t: Tenants, service: Any) -> None:
@@ -94,11 +107,9 @@ CASES: dict[str, Case] = {
     "putMember": Case(
         "PUT",
         "/members/{subject}",
-        lambda t, s: f"/members/{t.ws.__dict__['new']}",
-        status=201,
+        lambda t, s: f"/members/{t.bob.subject}",
         body={"grants": ["read"]},
-        operation="member.add",
-        setup=_known_identity,
+        operation="member.change",
         bad=("", {"grants": ["fly"], "extra": 1}, "", "grants.0"),
     ),
     "removeMember": Case(
@@ -135,6 +146,14 @@ CASES: dict[str, Case] = {
         operation="context.register",
         bad=("", {"members": "alice"}, "", "members"),
     ),
+    "deleteContext": Case(
+        "DELETE",
+        "/contexts/{context}/records",
+        lambda t, s: "/contexts/channel:secret/records",
+        operation="context.delete",
+        setup=_register,
+        bad=("/contexts/channel:secret/thread:t1/records", None, "", "context"),
+    ),
     "removeContext": Case(
         "DELETE",
         "/contexts/{context}",
@@ -142,6 +161,34 @@ CASES: dict[str, Case] = {
         operation="context.unregister",
         setup=_register,
         bad=("/contexts/channel:secret/thread:t1", None, "", "context"),
+    ),
+    "listInvitations": Case("GET", "/invitations", lambda t, s: "/invitations"),
+    "createInvitation": Case(
+        "POST",
+        "/invitations",
+        lambda t, s: "/invitations",
+        status=201,
+        body={"subject": "someone-new", "grants": ["read", "write:personal"]},
+        operation="invitation.create",
+        bad=("", {"subject": "not a subject", "grants": ["write:shared"]}, "", "subject"),
+    ),
+    "revokeInvitation": Case(
+        "DELETE",
+        "/invitations/{invitation_id}",
+        lambda t, s: f"/invitations/{t.ws.__dict__['invitation']}",
+        operation="invitation.revoke",
+        setup=_invite,
+        bad=("/invitations/not-an-id", None, "", "invitation_id"),
+    ),
+    "acceptInvitation": Case(
+        "POST",
+        "/invitations/{invitation_id}/accept",
+        lambda t, s: f"/invitations/{t.ws.__dict__['invitation']}/accept",
+        body={},
+        operation="member.add",
+        setup=_invite,
+        bad=("", {"handle": 5}, "", "handle"),
+        invitee=lambda t: t.ws.__dict__["invitee"],
     ),
     "listAudit": Case(
         "GET",
@@ -196,7 +243,8 @@ def test_success_matches_the_openapi_and_is_audited(
     before = owner.execute(
         "SELECT count(*) FROM memory.audit_outbox WHERE workspace_id = %s", (t.ws.id,)
     ).fetchone()[0]
-    response = _send(admin_service, case, t, t.alice)
+    who = case.invitee(t) if case.invitee else t.alice
+    response = _send(admin_service, case, t, who)
     assert response.status == case.status, response.body
     assert response.headers["cache-control"] == "no-store"
     assert_schema(
@@ -211,7 +259,7 @@ def test_success_matches_the_openapi_and_is_audited(
     assert after == before + 1
     event = _latest_event(admin_service, t)
     assert event["operation"] == case.operation
-    assert event["actor"] == str(t.alice.id) and event["actor_handle"] == "alice"
+    assert event["actor"] == str(who.id) and event["actor_handle"] == who.handle
     assert event["uri"].startswith("memory-admin://") and event["record_id"] is None
     assert event["source"] == "admin-api" and event["details"]
     assert_schema(openapi, "AuditEvent", event)
@@ -240,7 +288,7 @@ def test_a_token_without_the_admin_scope_is_refused(
     assert no_token.status == 401 and "www-authenticate" in no_token.headers
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if not c.invitee])
 def test_a_member_without_the_admin_grant_is_refused(
     name: str, tenants: Tenants, admin_service, owner: psycopg.Connection
 ) -> None:  # type: ignore[no-untyped-def]
@@ -297,6 +345,24 @@ def test_bad_input_names_the_field_and_the_rule(
     assert field in fields, response.body
     assert all(p["rule"] and p["message"] for p in response.body["problems"])
     assert owner.execute("SELECT count(*) FROM memory.audit_outbox").fetchone()[0] == before
+
+
+def test_the_invitees_route_asks_no_admin_grant_and_answers_others_with_the_empty_404(
+    tenants: Tenants, admin_service, owner: psycopg.Connection
+) -> None:  # type: ignore[no-untyped-def]
+    """Accepting is the invitee's, before it is a member. A member without the admin
+    grant, and an admin, with no invitation of their own, get what a stranger gets."""
+    t = tenants
+    _invite(t, admin_service)
+    path = f"/invitations/{t.ws.__dict__['invitation']}/accept"
+    before = owner.execute("SELECT count(*) FROM memory.audit_outbox").fetchone()[0]
+    for who in (t.bob, t.alice, t.carol):
+        refused = call(admin_service, t.ws.slug, "POST", path, who, body={})
+        assert (refused.status, refused.body) == (404, None)
+    assert owner.execute("SELECT count(*) FROM memory.audit_outbox").fetchone()[0] == before
+    # Any other method on it is an admin route that does not exist there.
+    wrong = call(admin_service, t.ws.slug, "GET", path, t.alice)
+    assert wrong.status == 405 and wrong.headers["allow"] == "POST"
 
 
 def test_non_json_and_missing_bodies_are_422(tenants: Tenants, admin_service) -> None:  # type: ignore[no-untyped-def]

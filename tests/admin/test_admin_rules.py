@@ -7,7 +7,6 @@ import uuid
 
 import psycopg
 import pytest
-from memory_server.admin import operators
 from memory_server.data.pool import request_settings
 from memory_server.domain.contexts import parse_context
 from memory_server.domain.deadline import Deadline
@@ -44,59 +43,6 @@ def test_the_last_admin_cannot_be_removed_or_demoted(ws, admin_service) -> None:
     assert call(admin_service, ws.slug, "DELETE", f"/members/{alice.subject}", alice).status == 200
     # ...and her admin token no longer reaches the admin API (not a member: 404).
     assert call(admin_service, ws.slug, "GET", "/members", alice).status == 404
-
-
-def test_admins_add_known_identities_and_people_keep_their_namespace(
-    ws, world, owner, admin_service
-) -> None:  # type: ignore[no-untyped-def]
-    alice = ws.person("alice")
-    elsewhere = world.workspace().person("erin")  # a person known to the service
-    added = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/{elsewhere.subject}",
-        alice,
-        body={"grants": ["read"]},
-    )
-    assert added.status == 201
-    assert added.body["handle"] == "erin" and added.body["personal_namespace"] is True
-    no_namespace = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/{elsewhere.subject}",
-        alice,
-        body={"grants": ["read"], "personal_namespace": False},
-    )
-    assert no_namespace.body["problems"][0]["field"] == "personal_namespace"
-    # Admins name no kind or handle: identities are global, made by an operator.
-    renamed = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/{elsewhere.subject}",
-        alice,
-        body={"grants": ["read"], "handle": "mallory", "kind": "service"},
-    )
-    assert renamed.status == 422
-    assert {p["field"] for p in renamed.body["problems"]} == {"handle", "kind"}
-    # A service gets a personal namespace only when asked.
-    subject = f"svc-{uuid.uuid4().hex[:8]}"
-    operators.ensure_principal(owner, "service", subject, "indexer")
-    service = call(
-        admin_service, ws.slug, "PUT", f"/members/{subject}", alice, body={"grants": ["read"]}
-    )
-    assert service.status == 201 and service.body["personal_namespace"] is False
-    assigned = call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        f"/members/{subject}",
-        alice,
-        body={"grants": ["read"], "personal_namespace": True},
-    )
-    assert assigned.body["personal_namespace"] is True
 
 
 def test_an_unchanged_put_audits_nothing(ws, admin_service, owner) -> None:  # type: ignore[no-untyped-def]
@@ -227,7 +173,7 @@ def test_a_failed_key_creation_leaves_no_app_client(
         raise RuntimeError("database fell over")
 
     # Fails inside the key's transaction, after its principal is created.
-    monkeypatch.setattr(admin_data, "put_member", broken)
+    monkeypatch.setattr(admin_data, "add_member", broken)
     before = set(directory.clients)
     with pytest.raises(RuntimeError):
         create_agent_key(admin_service, ws.slug, alice, "doomed", ["memory/read"])
@@ -267,7 +213,7 @@ def test_contexts_take_members_only_and_gate_the_mcp_endpoint(ws, admin_service)
         "members": [alice.subject],
     }
 
-    def mcp_status(who) -> int:  # type: ignore[no-untyped-def]
+    def mcp_status(who, context: str) -> int:  # type: ignore[no-untyped-def]
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         return int(
             admin_service.invoke(
@@ -276,25 +222,29 @@ def test_contexts_take_members_only_and_gate_the_mcp_endpoint(ws, admin_service)
                     sub=who.subject,
                     scopes=ALL_SCOPES,
                     body=body,
-                    headers={"memory-context": "dm:ab"},
+                    headers={"memory-context": context},
                 )
             )["statusCode"]
         )
 
-    assert (mcp_status(alice), mcp_status(bob)) == (200, 403)
-    call(
-        admin_service,
-        ws.slug,
-        "PUT",
-        "/contexts/dm:ab",
-        alice,
-        body={"members": [alice.subject, bob.subject]},
+    assert (mcp_status(alice, "dm:ab"), mcp_status(bob, "dm:ab")) == (200, 403)
+    # A private channel's members (here alice) change its members.
+    call(admin_service, ws.slug, "PUT", "/contexts/channel:ab", alice, body={"members": []})
+    assert mcp_status(bob, "channel:ab") == 403 and mcp_status(alice, "channel:ab") == 403
+    both = {"members": [alice.subject, bob.subject]}
+    assert (
+        call(admin_service, ws.slug, "PUT", "/contexts/channel:ab", alice, body=both).status == 200
     )
-    assert mcp_status(bob) == 200
+    assert mcp_status(bob, "channel:ab") == 200
     listed = call(admin_service, ws.slug, "GET", "/contexts", alice).body
-    assert listed["contexts"][0]["members"] == sorted([alice.subject, bob.subject])
+    assert [c["members"] for c in listed["contexts"]] == [
+        sorted([alice.subject, bob.subject]),
+        [alice.subject],
+    ]
+    # Unregistered while it holds nothing: the channel is open again, the DM nobody's.
+    assert call(admin_service, ws.slug, "DELETE", "/contexts/channel:ab", alice).status == 200
     assert call(admin_service, ws.slug, "DELETE", "/contexts/dm:ab", alice).status == 200
-    assert mcp_status(alice) == 403  # an unregistered DM is nobody's
+    assert mcp_status(alice, "dm:ab") == 403
     assert call(admin_service, ws.slug, "DELETE", "/contexts/dm:ab", alice).status == 404
 
 
@@ -373,6 +323,13 @@ def test_the_database_refuses_admin_functions_without_the_grant(ws, cluster) -> 
             ("SELECT * FROM memory.admin_joinable_principal('x')", ()),
             ("SELECT memory.admin_create_agent_key('x', 'x', '{}')", ()),
             ("SELECT memory.admin_revoke_agent_key('x')", ()),
+            ("SELECT * FROM memory.admin_context_state('channel:x')", ()),
+            ("SELECT memory.admin_register_context('channel:x', '{}')", ()),
+            ("SELECT memory.admin_unregister_context('channel:x')", ()),
+            ("SELECT * FROM memory.admin_delete_context('channel:x', 'r')", ()),
+            ("SELECT * FROM memory.admin_invite('x', '{read}', NULL, '1 day', 10)", ()),
+            ("SELECT * FROM memory.admin_invitations()", ()),
+            ("SELECT memory.admin_revoke_invitation(gen_random_uuid())", ()),
         ]:
             with conn.transaction():
                 conn.execute(

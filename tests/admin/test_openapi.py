@@ -46,7 +46,9 @@ def test_the_gateway_routes_every_admin_path_with_the_admin_scope() -> None:
     for route in ROUTES:
         path = "/w/acme/admin" + route.template.replace("{subject}", "x").replace(
             "{client_id}", "y"
-        ).replace("{context}", "dm:z")
+        ).replace("{context}", "dm:z").replace(
+            "{invitation_id}", "00000000-0000-0000-0000-000000000001"
+        )
         matched = match_route(route.method, path)
         assert matched is not None
         gateway_route, parameters = matched
@@ -54,3 +56,24 @@ def test_the_gateway_routes_every_admin_path_with_the_admin_scope() -> None:
         assert ROUTE_SCOPES[gateway_route.key] == "memory/admin"
         assert parameters["workspace"] == "acme"
     assert match_route("POST", "/w/acme/mcp")[0].key != ADMIN_ROUTE  # type: ignore[index]
+
+
+def test_the_invitees_route_and_the_rules_of_private_contexts_are_described(
+    openapi: dict[str, Any],
+) -> None:
+    base = "/w/{workspace}/admin"
+    accept = openapi["paths"][f"{base}/invitations/{{invitation_id}}/accept"]["post"]
+    assert "409" not in accept["responses"]  # nothing of the workspace's state to clash
+    assert "admin grant" not in accept["responses"]["403"]["description"]
+    assert "invitation" in accept["responses"]["404"]["description"]
+    assert accept["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/Member"
+    )
+    put_context = openapi["paths"][f"{base}/contexts/{{context}}"]["put"]["responses"]
+    assert "private_context_members" in put_context["403"]["description"]
+    delete = openapi["paths"][f"{base}/contexts/{{context}}/records"]["delete"]
+    assert delete["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ContextDeleted"
+    )
+    members = openapi["components"]["schemas"]["RegisteredContext"]["properties"]["members"]
+    assert {"type": "null"} in members["anyOf"]  # null where the admin is not a member

@@ -142,15 +142,28 @@ def test_erasing_a_person_leaves_no_trace_of_their_personal_content(
     bobs.write(uri="memory://workspace/notes/bob.md", content="v1", expected_revision=0)
     me.write(uri="memory://workspace/notes/bob.md", content=f"{shared} v2", expected_revision=1)
     # Admin work names dave's id in audit details; an agent key he created names him too.
-    operators.ensure_principal(owner, "person", f"new-{tag}", "newbie")
     assert (
         call(
             admin_service,
             two.slug,
-            "PUT",
-            f"/members/new-{tag}",
+            "POST",
+            "/invitations",
             dave,
-            body={"grants": ["read"]},
+            body={"subject": f"new-{tag}", "grants": ["read"]},
+        ).status
+        == 201
+    )
+    # A third workspace invited him; he had not accepted yet.
+    three = world.workspace()
+    inviter = three.person(f"ivy-{tag}")
+    assert (
+        call(
+            admin_service,
+            three.slug,
+            "POST",
+            "/invitations",
+            inviter,
+            body={"subject": dave.subject, "grants": ["read"]},
         ).status
         == 201
     )
@@ -211,6 +224,7 @@ def test_erasing_a_person_leaves_no_trace_of_their_personal_content(
     assert report.memberships_removed == 2 and sorted(report.workspaces) == sorted(
         [one.slug, two.slug]
     )
+    assert report.invitations_removed == 1 and report.invitations_pseudonymised == 1
     assert report.records_pseudonymised == 2 and report.revisions_pseudonymised == 2
     assert report.agent_keys_pseudonymised == 1 and report.audit_events_pseudonymised >= 4
     assert report.identity_provider == {"found": True, "signed_out": True, "disabled": True}
@@ -303,6 +317,8 @@ def test_the_idempotent_forms_change_and_audit_only_what_is_not_in_place(owner) 
     refusals = [
         (lambda: operators.register_context(owner, ws, "channel:x", [stranger]), 422),
         (lambda: operators.register_context(owner, ws, "channel:x/thread:1", [pat]), 422),
+        # A DM's participants are fixed for the operator too.
+        (lambda: operators.register_context(owner, ws, "dm:pat-bot", [pat]), 409),
         (lambda: operators.ensure_principal(owner, "service", subject, "pat"), 409),
         (lambda: operators.set_membership(owner, ws, pat, ["fly"]), 422),
         (

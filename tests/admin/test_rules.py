@@ -8,7 +8,8 @@ import uuid
 import pytest
 from memory_server.admin import rules
 from memory_server.admin.rules import Membership
-from memory_server.data.admin import ContextRow, Event
+from memory_server.data.admin import Event
+from memory_server.domain.contexts import parse_context
 from memory_server.domain.errors import AdminError
 
 PID = uuid.UUID(int=7)
@@ -46,23 +47,110 @@ def test_a_service_keeps_its_namespace_unless_asked() -> None:
     assert dropped is not None and dropped.membership == Membership(["read"], False)
 
 
-def test_a_context_is_registered_once_with_the_same_members() -> None:
-    a, b = uuid.UUID(int=2), uuid.UUID(int=1)
-    registered: ContextRow = {
-        "context_key": "dm:ab",
-        "kind": "dm",
-        "private": True,
-        "members": ["alice", "bob"],
-        "member_ids": [b, a],
-    }
-    assert rules.context_change("dm:ab", registered, [a, b]) is None
-    assert rules.context_change("dm:ab", {**registered, "private": False}, [a, b]) is not None
-    event = rules.context_change("dm:ab", registered, [a])
-    assert event == Event(
-        "context.register", "contexts/dm:ab", {"context": "dm:ab", "members": [str(a)]}
+A, B, C = uuid.UUID(int=2), uuid.UUID(int=1), uuid.UUID(int=3)
+
+
+def _now(
+    *,
+    private: bool = True,
+    members: frozenset[uuid.UUID] | None = frozenset({A, B}),
+    actor_in_it: bool = True,
+    holds_records: bool = False,
+) -> rules.ContextNow:
+    return rules.ContextNow(
+        registered=private,
+        private=private,
+        members=members,
+        actor_in_it=actor_in_it,
+        has_members=members is None or bool(members),
+        holds_records=holds_records,
     )
-    new = rules.context_change("dm:ab", None, [a, b])
-    assert new is not None and new.details["members"] == sorted([str(a), str(b)])
+
+
+def _rule(refused: pytest.ExceptionInfo[AdminError]) -> tuple[int, str]:
+    return refused.value.status, refused.value.problems[0]["rule"]
+
+
+def test_a_context_is_registered_once_with_the_same_members() -> None:
+    dm, channel = parse_context("dm:ab"), parse_context("channel:ab")
+    assert rules.context_change(dm, _now(), [A, B]) is None
+    assert rules.context_change(dm, _now(private=False, members=frozenset()), [A, B]) is not None
+    event = rules.context_change(channel, _now(), [A])
+    assert event == Event(
+        "context.register", "contexts/channel:ab", {"context": "channel:ab", "members": [str(A)]}
+    )
+    new = rules.context_change(dm, _now(private=False, members=frozenset()), [A, B])
+    assert new is not None and new.details["members"] == sorted([str(A), str(B)])
+
+
+def test_only_a_private_contexts_members_change_it_and_the_answer_reveals_nothing() -> None:
+    channel = parse_context("channel:hush")
+    answers = set()
+    for members in (frozenset({A, B}), frozenset({B})):
+        for holds in (False, True):
+            for asked in ([C], [A, B], [A, B, C], []):
+                with pytest.raises(AdminError) as refused:
+                    rules.context_change(
+                        channel,
+                        _now(members=None, actor_in_it=False, holds_records=holds),
+                        asked,
+                    )
+                answers.add((refused.value.status, refused.value.message, _rule(refused)))
+            with pytest.raises(AdminError) as unregistering:
+                rules.context_unregistration(
+                    "channel:hush", _now(members=None, actor_in_it=False, holds_records=holds)
+                )
+            answers.add(
+                (unregistering.value.status, unregistering.value.message, _rule(unregistering))
+            )
+    assert len(answers) == 1 and next(iter(answers))[2] == (403, "private_context_members")
+    # Nobody in it and nothing in it: anyone's to register again, or to unregister.
+    nobodys = _now(members=frozenset(), actor_in_it=False)
+    assert rules.context_change(channel, nobodys, [C]) is not None
+    assert rules.context_unregistration("channel:hush", nobodys).operation == "context.unregister"
+    # The operator stands above the members rule.
+    outsider = _now(actor_in_it=False)
+    assert rules.context_change(channel, outsider, [C], by_operator=True) is not None
+
+
+def test_a_dms_participants_are_fixed_and_records_keep_a_context_registered() -> None:
+    dm = parse_context("dm:ab")
+    for asked in ([A], [A, B, C]):
+        for by_operator in (False, True):
+            with pytest.raises(AdminError) as refused:
+                rules.context_change(dm, _now(), asked, by_operator=by_operator)
+            assert _rule(refused) == (409, "dm_participants_fixed")
+    # An unregistered DM holding records of an earlier registration is nobody's.
+    with pytest.raises(AdminError) as orphaned:
+        rules.context_change(dm, _now(private=False, members=frozenset(), holds_records=True), [C])
+    assert _rule(orphaned) == (409, "dm_participants_fixed")
+    for key in ("dm:ab", "channel:ab"):
+        with pytest.raises(AdminError) as held:
+            rules.context_unregistration(key, _now(holds_records=True))
+        assert _rule(held) == (409, "private_context_holds_records")
+    with pytest.raises(AdminError) as missing:
+        rules.context_unregistration("dm:ab", _now(private=False, members=frozenset()))
+    assert missing.value.status == 404
+
+
+def test_any_admin_deletes_a_private_context_or_a_dm_wholesale() -> None:
+    outsider = _now(members=None, actor_in_it=False, holds_records=True)
+    rules.context_deletion(parse_context("channel:hush"), outsider)
+    rules.context_deletion(parse_context("dm:old"), _now(private=False, members=frozenset()))
+    with pytest.raises(AdminError) as open_channel:
+        rules.context_deletion(parse_context("channel:eng"), _now(private=False))
+    assert open_channel.value.status == 404
+    assert rules.context_deleted("dm:old", 3).details == {"context": "dm:old", "records": 3}
+
+
+def test_invitation_events_name_no_subject() -> None:
+    event = rules.invitation_created(PID, ["read"], None)
+    assert event == Event(
+        "invitation.create",
+        f"invitations/{PID}",
+        {"invitation_id": str(PID), "grants": ["read"], "personal_namespace": None},
+    )
+    assert rules.invitation_revoked(PID).operation == "invitation.revoke"
 
 
 def test_the_memory_feature_and_agent_key_events() -> None:

@@ -88,9 +88,17 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
         w for w in listed if w["slug"] == source
     ).items()
 
+    # bob joins by accepting an invitation, with his own token.
+    invited = memoryctl(
+        stack, *ws, "invitations", "create", bob_sub, "-g", "read", "-g", "write:personal"
+    ).stdout
+    assert "invitations accept" in invited
+    pending = as_json(memoryctl(stack, "--json", *ws, "invitations", "list"))["invitations"]
+    assert [i["subject"] for i in pending] == [bob_sub]
+    assert "bob" not in memoryctl(stack, *ws, "members", "list").stdout  # not yet
     member = as_json(
         memoryctl(
-            stack, "--json", *ws, "members", "set", bob_sub, "-g", "read", "-g", "write:personal"
+            stack, "--json", "--as", "bob", "-w", source, "invitations", "accept", pending[0]["id"]
         )
     )
     assert member["handle"] == "bob" and member["grants"] == ["read", "write:personal"]
@@ -110,6 +118,17 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     memoryctl(stack, *ws, "contexts", "set", "dm:a-b", "-m", alice_sub, "-m", bob_sub)
     contexts = as_json(memoryctl(stack, "--json", *ws, "contexts", "list"))
     assert contexts["contexts"][0]["members"] == sorted([alice_sub, bob_sub])
+    fixed = memoryctl(stack, *ws, "contexts", "set", "dm:a-b", "-m", alice_sub, check=False)
+    assert fixed.returncode == 1 and "dm_participants_fixed" in fixed.stderr
+    # A DM between others: alice registers it, but who is in it is not hers to list...
+    memoryctl(stack, *ws, "contexts", "set", "dm:bob-only", "-m", bob_sub)
+    assert "not yours to see" in memoryctl(stack, *ws, "contexts", "list").stdout
+    # ...nor to change; she may delete it wholesale (it holds nothing here).
+    changed = memoryctl(stack, *ws, "contexts", "set", "dm:bob-only", "-m", alice_sub, check=False)
+    assert changed.returncode == 1 and "private_context_members" in changed.stderr
+    assert memoryctl(stack, *ws, "contexts", "delete", "dm:bob-only", check=False).returncode == 1
+    emptied = as_json(memoryctl(stack, "--json", *ws, "contexts", "delete", "dm:bob-only", "--yes"))
+    assert emptied == {"deleted": "dm:bob-only", "records": 0, "revisions_purged": 0}
     assert as_json(memoryctl(stack, "--json", *ws, "memory", "off")) == {"enabled": False}
     assert as_json(memoryctl(stack, "--json", *ws, "memory", "on")) == {"enabled": True}
 
@@ -146,7 +165,10 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     early = memoryctl(stack, "--json", *there, "import", str(folder), check=False)
     assert early.returncode == 3  # the DM is not registered there yet: skipped, reported
     assert as_json(early)["skipped"] == 1 and as_json(early)["created"] == 3
-    memoryctl(stack, *there, "members", "set", bob_sub, "-g", "read")
+    again_invited = as_json(
+        memoryctl(stack, "--json", *there, "invitations", "create", bob_sub, "-g", "read")
+    )
+    memoryctl(stack, "--as", "bob", "-w", target, "invitations", "accept", again_invited["id"])
     memoryctl(stack, *there, "contexts", "set", "dm:a-b", "-m", alice_sub, "-m", bob_sub)
     rest = as_json(memoryctl(stack, "--json", *there, "import", str(folder)))
     assert (rest["created"], rest["unchanged"]) == (1, 3)
@@ -177,6 +199,8 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
         "agent_key.create",
         "agent_key.revoke",
         "context.register",
+        "context.delete",
+        "invitation.create",
         "memory.disable",
         "memory.enable",
         "create",
@@ -185,11 +209,38 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
 
     # Erasure of a person, with the pool told too.
     erin_sub, erin = person(stack, f"erin-{tag}")
-    # New to the service: the operator makes the identity, then the admin adds it.
+    # New to the service: no admin adds her; she accepts an invitation and names her
+    # handle, which shows in every workspace she joins.
     refused = memoryctl(stack, *ws, "members", "set", erin_sub, "-g", "read", check=False)
-    assert refused.returncode == 1 and "404" in refused.stderr
-    memoryctl(stack, "identities", "add", erin_sub, "--handle", f"erin-{tag}")
-    memoryctl(stack, *ws, "members", "set", erin_sub, "-g", "read", "-g", "write:personal")
+    assert refused.returncode == 1 and "404" in refused.stderr and "invite" in refused.stderr
+    erins = as_json(
+        memoryctl(
+            stack,
+            "--json",
+            *ws,
+            "invitations",
+            "create",
+            erin_sub,
+            "-g",
+            "read",
+            "-g",
+            "write:personal",
+        )
+    )
+    as_erin = ("--token", erin, "-w", source, "invitations", "accept", erins["id"])
+    unnamed = memoryctl(stack, *as_erin, check=False)
+    assert unnamed.returncode == 1 and "required_for_a_new_identity" in unnamed.stderr
+    assert mcp_status(stack, erin, source) == 404  # pending: nothing yet
+    joined = as_json(memoryctl(stack, "--json", *as_erin, "--handle", f"erin-{tag}"))
+    assert joined["handle"] == f"erin-{tag}"
+    # A withdrawn invitation is gone; a service is made known by the operator first.
+    service = f"svc{tag}"
+    memoryctl(stack, "identities", "add", service, "--handle", "indexer", "--kind", "service")
+    doomed = as_json(
+        memoryctl(stack, "--json", *ws, "invitations", "create", service, "-g", "read")
+    )
+    memoryctl(stack, *ws, "invitations", "revoke", doomed["id"])
+    assert as_json(memoryctl(stack, "--json", *ws, "invitations", "list"))["invitations"] == []
     write(stack, erin, source, "workspace", "memory://me/notes/private.md", f"ERIN-{tag}")
     assert mcp_status(stack, erin, source) == 200
     refused = memoryctl(stack, "erase", erin_sub, check=False)

@@ -23,14 +23,14 @@ def api_event(
     headers: dict[str, str] | None = None,
     query: str = "",
     body: Any = None,
+    client_id: str = "test-client",
 ) -> dict[str, Any]:
     """An HTTP API (payload 2.0) event for ``route_key``, as API Gateway passes it on:
     with the Lambda authorizer's context for ``sub`` and ``scopes`` (none for ``sub``
-    None); a ``body`` that is not a string is sent as JSON."""
+    None; a client-credentials token's ``client_id`` is its ``sub``); a ``body`` that
+    is not a string is sent as JSON."""
     authorizer = (
-        {"lambda": authorizer_context(sub, "test-client", list(scopes))}
-        if sub is not None
-        else None
+        {"lambda": authorizer_context(sub, client_id, list(scopes))} if sub is not None else None
     )
     return {
         "version": "2.0",

@@ -314,11 +314,17 @@ def test_an_admin_setting_adds_only_principals_that_may_join(cluster, world, tea
                     "INSERT INTO memory.memberships VALUES (%s, %s, '{read}', false)",
                     (ws.id, principal),
                 )
-    with psycopg.connect(cluster.runtime_url) as conn:  # a plain identity may join
+    # A person joins only by accepting an invitation (issue 23): an admin's setting
+    # cannot insert its membership (tests/admin/test_invitations.py has the rest).
+    with psycopg.connect(cluster.runtime_url) as conn:
         set_caller_settings(conn, ws.caller(alice))
-        conn.execute(
-            "INSERT INTO memory.memberships VALUES (%s, %s, '{read}', true)", (ws.id, dropped.id)
-        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO memory.memberships VALUES (%s, %s, '{read}', true)",
+                (ws.id, dropped.id),
+            )
+    with psycopg.connect(cluster.runtime_url) as conn:
+        set_caller_settings(conn, ws.caller(alice))
         # ...and a membership's principal or workspace never changes under it.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(

@@ -604,7 +604,9 @@ ADMIN_ROUTES = [
     ("GET", "/memory"), ("PUT", "/memory"), ("GET", "/members"), ("PUT", "/members/{}"),
     ("DELETE", "/members/{}"), ("GET", "/agent-keys"), ("POST", "/agent-keys"),
     ("DELETE", "/agent-keys/{}"), ("GET", "/contexts"), ("PUT", "/contexts/{}"),
-    ("DELETE", "/contexts/{}"), ("GET", "/audit"),
+    ("DELETE", "/contexts/{}"), ("DELETE", "/contexts/{}/records"), ("GET", "/audit"),
+    ("GET", "/invitations"), ("POST", "/invitations"), ("DELETE", "/invitations/{}"),
+    ("POST", "/invitations/{}/accept"),
 ]  # fmt: skip
 GRANT_WORDS = ["read", "write:personal", "write:shared", "delete", "admin", "READ", "root", ""]
 SCOPE_WORDS = ["memory/read", "memory/write.shared", "memory/delete", "memory/admin", "openid"]
@@ -629,6 +631,7 @@ admin_fields = st.fixed_dictionaries(
         "name": hostile_text | st.sampled_from(["ci", "a" * 65, "-x"]),
         "scopes": st.lists(st.sampled_from(SCOPE_WORDS), max_size=6) | json_values,
         "members": st.lists(hostile_text, max_size=4) | json_values,
+        "subject": hostile_text,
         "owner": json_values,
         "workspace": json_values,
     },
@@ -689,6 +692,7 @@ def admin_state(inspector: Inspector, workspace_id: str) -> tuple[Any, ...]:
             ("memberships", "t", "workspace_id = %s"),
             ("contexts", "t", "workspace_id = %s"),
             ("context_members", "t", "workspace_id = %s"),
+            ("invitations", "t", "workspace_id = %s"),
             ("audit_outbox", "t.id", "workspace_id = %s"),
             ("principals", "t", "true"),
         )
@@ -707,7 +711,7 @@ def test_hostile_admin_calls_never_break_the_server_or_change_anything_on_refusa
     base = f"{stack.info['api_url']}/w/{fuzz_admin['slug']}/admin"
     headers = {"authorization": f"Bearer {fuzz_admin['token']}", "content-type": JSON}
     http = httpx2.Client(timeout=30)
-    segments = st.sampled_from(fuzz_admin["subjects"] + ["channel:ops", "dm:x", "channel:ops/thread:t"]) | url_text  # fmt: skip
+    segments = st.sampled_from(fuzz_admin["subjects"] + ["channel:ops", "dm:x", "channel:ops/thread:t", str(uuid.uuid4())]) | url_text  # fmt: skip
 
     @bounded(120)
     # Found by the review: an id past the largest bigint reached the database (a 500).

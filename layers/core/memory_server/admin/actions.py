@@ -1,8 +1,9 @@
 """Workspace administration: one function per admin action, each one transaction.
 
 Every action runs as the runtime role inside the caller's request transaction
-(``Database.read`` or ``Database.write``), so row-level security checks the admin grant again in
-the database (migration 0003 and 0007). Every change takes the workspace's row
+(``Database.read`` or ``Database.write``), so row-level security checks the admin grant
+again in the database (``infra/schema/10_visibility.sql``; the functions of
+``70_admin.sql`` check it themselves). Every change takes the workspace's row
 lock first (changes of one workspace are serialised, which the last-admin rule
 needs) and writes its audit row in the same transaction; a request that changes
 nothing writes no audit row. The rules a change follows, and its audit row, are the
@@ -21,17 +22,22 @@ from psycopg import errors as pg_errors
 
 from memory_server.admin import models as m
 from memory_server.admin import rules
-from memory_server.admin.errors import conflict, missing, unknown_identity
+from memory_server.admin.errors import conflict, invalid_field, missing, not_a_member
 from memory_server.admin.identity import AgentClients
 from memory_server.data import admin as data
-from memory_server.data.admin import AgentKeyRow, ContextRow, MemberRow
+from memory_server.data.admin import AgentKeyRow, ContextRow, InvitationRow, MemberRow
 from memory_server.data.pool import Database, Transaction
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.errors import AdminError
+from memory_server.domain.errors import AdminError, no_such_workspace
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
-from memory_server.domain.limits import ADMIN_DEADLINE_S
+from memory_server.domain.limits import (
+    ADMIN_DEADLINE_S,
+    ADMIN_INVITATION_TTL_S,
+    ADMIN_INVITATIONS_MAX,
+)
 from memory_server.domain.summaries import iso
+from memory_server.gateway.events import TokenIdentity
 
 
 @contextmanager
@@ -94,12 +100,12 @@ def list_members(db: Database, caller: Caller) -> m.MemberList:
 def put_member(
     db: Database, caller: Caller, subject: str, body: m.MemberIn
 ) -> tuple[m.Member, bool]:
-    """Add or change a member; returns the member and whether it was added.
+    """Change a member; returns the member and whether it was added.
 
-    Only an identity the service already knows and that may join this workspace is
-    added; admins never create identities (they are global: an operator, or the
-    identity's own verified first sign-in, makes them). Every other subject gets the
-    same answer, so nothing is learnt about identities outside the workspace.
+    Only this workspace's own agent key is added here (as when it was made). Anyone
+    else joins by accepting an invitation (:func:`invite`): every other subject that
+    is no member (unknown, another workspace's, a person known to the service) gets
+    the same answer, so nothing is learnt about identities outside the workspace.
     """
     ws = caller.workspace_id
     with _changing(db, caller) as tx:
@@ -110,7 +116,7 @@ def put_member(
         else:
             found = data.joinable_principal(tx, subject).get()
             if found is None:
-                raise unknown_identity()
+                raise not_a_member()
             principal_id, kind, previous = found["id"], found["kind"], None
         changed = rules.put_member(
             tx,
@@ -218,7 +224,7 @@ def create_agent_key(
                     f"a live agent key named {body.name!r} exists in this workspace"
                 ) from None
             grants = sorted_grants(grants_from_scopes(scopes))
-            data.put_member(tx, caller.workspace_id, principal_id, grants, body.personal_namespace)
+            data.add_member(tx, caller.workspace_id, principal_id, grants, body.personal_namespace)
             event = rules.agent_key_created(client_id, principal_id, scopes)
             data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
             keys = data.list_agent_keys(tx, caller.workspace_id)
@@ -267,13 +273,14 @@ def _registered(row: ContextRow) -> m.RegisteredContext:
         context=row["context_key"],
         kind=row["kind"],
         private=row["private"],
-        members=list(row["members"]),
+        # Who is in a private context is its members' business.
+        members=list(row["members"]) if row["caller_in_it"] else None,
     )
 
 
 def list_contexts(db: Database, caller: Caller) -> m.ContextList:
     with _reading(db, caller) as tx:
-        registered = data.list_contexts(tx, caller.workspace_id)
+        registered = data.list_contexts(tx, caller.workspace_id, caller.principal_id)
         usage = data.context_usage(tx)
     return m.ContextList(
         contexts=[_registered(row) for row in registered.get()],
@@ -286,32 +293,165 @@ def list_contexts(db: Database, caller: Caller) -> m.ContextList:
 def put_context(
     db: Database, caller: Caller, context_key: str, body: m.ContextIn
 ) -> m.RegisteredContext:
-    """Register a private channel or a DM with exactly these members."""
+    """Register a private channel or a DM with exactly these members, or change a
+    private channel's members: only its own members may (:mod:`.rules`; the database
+    checks again, ``memory.admin_register_context``)."""
     context = m.registrable_context(context_key)
     ws = caller.workspace_id
     with _changing(db, caller) as tx:
         found = data.member_ids(tx, ws, list(body.members))
-        before = data.context(tx, ws, context.key)
+        state = data.context_state(tx, context.key)
+        before = data.context(tx, ws, context.key, caller.principal_id)
         members = rules.member_ids(body.members, found.get())
-        previous = before.get()
-        actor = rules.by_admin(caller)
-        if not rules.register_context(tx, ws, actor, context, previous, members):
-            assert previous is not None
+        now = rules.ContextNow.for_admin(state.get(), before.get())
+        event = rules.context_change(context, now, members)
+        if event is None:
+            previous = before.get()
+            assert previous is not None  # unchanged: it is registered
             return _registered(previous)
-        after = data.context(tx, ws, context.key)
+        data.register_context(tx, context.key, members)
+        data.record_event(tx, ws, rules.by_admin(caller), event)
+        after = data.context(tx, ws, context.key, caller.principal_id)
     registered = after.get()
     assert registered is not None
     return _registered(registered)
 
 
 def remove_context(db: Database, caller: Caller, context_key: str) -> m.ContextRemoved:
+    """Unregister a context: a private one only by its members, and only while it
+    holds no records."""
     key = m.registrable_context(context_key).key
     with _changing(db, caller) as tx:
-        if not data.remove_context(tx, caller.workspace_id, key).get():
-            raise missing("registered context")
-        event = rules.context_unregistered(key)
+        state = data.context_state(tx, key).get()
+        event = rules.context_unregistration(key, rules.ContextNow.for_admin(state, None))
+        removed = data.remove_context(tx, key)
         data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
+    assert removed.get()  # the rules found it registered, under the workspace's lock
     return m.ContextRemoved(removed=key)
+
+
+def delete_context(db: Database, caller: Caller, context_key: str) -> m.ContextDeleted:
+    """Delete a private channel or a DM wholesale, whether the admin is in it or not,
+    without reading it: every record of it and its threads deleted as ``memory_delete``
+    deletes (revision bodies purged, audited by id), its members removed; it stays
+    registered and nobody's."""
+    context = m.registrable_context(context_key)
+    with _changing(db, caller) as tx:
+        state = data.context_state(tx, context.key).get()
+        rules.context_deletion(context, rules.ContextNow.for_admin(state, None))
+        purged = data.delete_context(tx, context.key, caller.request_id).get()
+        assert purged is not None  # the rules found it private, or a DM
+        event = rules.context_deleted(context.key, purged["records_deleted"])
+        data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
+    return m.ContextDeleted(
+        deleted=context.key,
+        records=purged["records_deleted"],
+        revisions_purged=purged["revisions_purged"],
+    )
+
+
+# -- invitations ----------------------------------------------------------------
+
+
+def _invitation(caller: Caller, row: InvitationRow) -> m.Invitation:
+    return m.Invitation(
+        id=str(row["id"]),
+        subject=row["subject"],
+        grants=row["grants"],
+        personal_namespace=row["personal_namespace"],
+        invited_by=row["invited_by"],
+        created_at=iso(row["created_at"]),
+        expires_at=iso(row["expires_at"]),
+        accept=f"/w/{caller.workspace}/admin/invitations/{row['id']}/accept",
+    )
+
+
+def invite(db: Database, caller: Caller, body: m.InvitationIn) -> m.Invitation:
+    """Invite a subject; it becomes a member only when it accepts with its own token.
+
+    The same statements run and the same answer comes for every subject that is no
+    member, whether the service knows it, another workspace holds it or nobody does,
+    so the admin API is no identity oracle. A pending invitation grants nothing.
+    """
+    ws = caller.workspace_id
+    with _changing(db, caller) as tx:
+        if data.member(tx, ws, body.subject).get() is not None:
+            raise rules.already_a_member()
+        made = data.invite(
+            tx,
+            body.subject,
+            sorted_grants(body.grants),
+            body.personal_namespace,
+            ttl_s=ADMIN_INVITATION_TTL_S,
+            max_pending=ADMIN_INVITATIONS_MAX,
+        ).get()
+        if made is None:
+            raise conflict(
+                f"this workspace holds {ADMIN_INVITATIONS_MAX} pending invitations: "
+                "withdraw some first (DELETE …/invitations/{id})"
+            )
+        event = rules.invitation_created(made["id"], made["grants"], made["personal_namespace"])
+        data.record_event(tx, ws, rules.by_admin(caller), event)
+    return _invitation(caller, made)
+
+
+def list_invitations(db: Database, caller: Caller) -> m.InvitationList:
+    with _reading(db, caller) as tx:
+        found = data.invitations(tx)
+    return m.InvitationList(invitations=[_invitation(caller, row) for row in found.get()])
+
+
+def revoke_invitation(
+    db: Database, caller: Caller, invitation_id: uuid.UUID
+) -> m.InvitationRevoked:
+    with _changing(db, caller) as tx:
+        if not data.revoke_invitation(tx, invitation_id).get():
+            raise missing("invitation")
+        event = rules.invitation_revoked(invitation_id)
+        data.record_event(tx, caller.workspace_id, rules.by_admin(caller), event)
+    return m.InvitationRevoked(revoked=str(invitation_id))
+
+
+def accept_invitation(
+    db: Database,
+    identity: TokenIdentity,
+    workspace: str,
+    invitation_id: uuid.UUID,
+    body: m.AcceptIn,
+    request_id: str | None,
+) -> m.Member:
+    """The invitee accepts with its own token (a person's, or a service's: its subject
+    is its client id). Anything it may not accept (no such workspace, no invitation of
+    its own with that id, expired, an identity that may not join) is the one empty 404
+    of a workspace it is not a member of."""
+    accepted = data.accept_invitation(
+        db,
+        Deadline.after(ADMIN_DEADLINE_S),
+        workspace=workspace,
+        invitation_id=invitation_id,
+        subject=identity.subject,
+        person=identity.client_id != identity.subject,
+        handle=body.handle,
+        request_id=request_id,
+    )
+    if accepted is None:
+        raise no_such_workspace()
+    if accepted["outcome"] == "handle_required":
+        raise invalid_field(
+            "handle",
+            "required_for_a_new_identity",
+            f"you are new to this service: name your handle ({m.HANDLE_RULE})",
+        )
+    assert accepted["principal_id"] is not None and accepted["kind"] is not None
+    return m.Member(
+        principal_id=str(accepted["principal_id"]),
+        kind=accepted["kind"],
+        subject=identity.subject,
+        handle=accepted["handle"] or "",
+        grants=accepted["grants"] or [],
+        personal_namespace=bool(accepted["personal_namespace"]),
+        agent_key=False,
+    )
 
 
 # -- the audit trail ------------------------------------------------------------

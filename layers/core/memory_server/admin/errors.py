@@ -28,12 +28,13 @@ def conflict(message: str) -> AdminError:
     return AdminError(409, "conflict", message)
 
 
-def unknown_identity() -> AdminError:
-    # One answer for an identity that does not exist and one that may not join here
-    # (erased, revoked, another workspace's key): no oracle about identities outside.
+def not_a_member() -> AdminError:
+    # One answer for every subject that is no member: unknown to the service, another
+    # workspace's, or a person the service knows. People (and other workspaces'
+    # services) join by accepting an invitation, so no answer tells them apart.
     return AdminError(
         404,
         "not_found",
-        "no identity with this subject can join this workspace "
-        "(identities new to the service are created by an operator)",
+        "no member with this subject in this workspace: invite it "
+        "(POST …/admin/invitations); it joins when it accepts",
     )

@@ -13,11 +13,16 @@ not a member (the same answer, so the URL is no oracle); 403 ``permission_denied
 for a member without the admin grant (a member already knows the workspace
 exists); 422 naming the field and rule for bad input. The memory feature being
 off does not close the admin API: turning it on is an admin's job.
+
+One route is the invitee's, not an admin's (``Route.invitee``): accepting an
+invitation, by a token that passes every check but membership (it is not a member
+yet); anything it may not accept is the same empty 404.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +57,7 @@ class Route:
     query: type[BaseModel] | None = None
     status: int = 200
     changes: bool = False  # publish the request's audit rows afterwards
+    invitee: bool = False  # the invitee's own (not yet a member), not an admin's
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -128,13 +134,57 @@ ROUTES: tuple[Route, ...] = (
         m.ContextIn,
         changes=True,
     ),
+    # Before removeContext: {context} may hold '/', so this path matches that one too.
+    Route(
+        "DELETE",
+        "/contexts/{context}/records",
+        "deleteContext",
+        "Delete a private channel or DM wholesale (its records purged), in it or not",
+        m.ContextDeleted,
+        changes=True,
+    ),
     Route(
         "DELETE",
         "/contexts/{context}",
         "removeContext",
-        "Unregister a private channel or DM",
+        "Unregister a private channel or DM (its members only; none while it holds records)",
         m.ContextRemoved,
         changes=True,
+    ),
+    Route(
+        "GET",
+        "/invitations",
+        "listInvitations",
+        "Pending invitations",
+        m.InvitationList,
+    ),
+    Route(
+        "POST",
+        "/invitations",
+        "createInvitation",
+        "Invite an identity: it joins when it accepts with its own token",
+        m.Invitation,
+        m.InvitationIn,
+        status=201,
+        changes=True,
+    ),
+    Route(
+        "DELETE",
+        "/invitations/{invitation_id}",
+        "revokeInvitation",
+        "Withdraw a pending invitation",
+        m.InvitationRevoked,
+        changes=True,
+    ),
+    Route(
+        "POST",
+        "/invitations/{invitation_id}/accept",
+        "acceptInvitation",
+        "Accept an invitation, as the invitee (its own token; not yet a member)",
+        m.Member,
+        m.AcceptIn,
+        changes=True,
+        invitee=True,
     ),
     Route(
         "GET",
@@ -157,6 +207,13 @@ def _subject(params: Params, name: str) -> str:
     if not _SUBJECT.match(value):
         raise invalid_field(name, "string_pattern_mismatch", "not a valid subject or client id")
     return value
+
+
+def _uuid(params: Params, name: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(params[name])
+    except ValueError:
+        raise invalid_field(name, "uuid_parsing", "not an invitation id (a UUID)") from None
 
 
 @dataclass
@@ -189,10 +246,18 @@ class AdminApi:
             ),
             "listContexts": lambda c, p, b: (actions.list_contexts(db, c), 200),
             "putContext": lambda c, p, b: (actions.put_context(db, c, p["context"], b), 200),
+            "deleteContext": lambda c, p, b: (actions.delete_context(db, c, p["context"]), 200),
             "removeContext": lambda c, p, b: (actions.remove_context(db, c, p["context"]), 200),
+            "listInvitations": lambda c, p, b: (actions.list_invitations(db, c), 200),
+            "createInvitation": lambda c, p, b: (actions.invite(db, c, b), 201),
+            "revokeInvitation": lambda c, p, b: (
+                actions.revoke_invitation(db, c, _uuid(p, "invitation_id")),
+                200,
+            ),
             "listAudit": lambda c, p, b: (actions.audit_page(db, c, b), 200),
         }
-        assert set(self._handlers) == {route.operation_id for route in ROUTES}
+        admin_routes = {route.operation_id for route in ROUTES if not route.invitee}
+        assert set(self._handlers) == admin_routes
 
     def _put_member(self, caller: Caller, params: Params, body: Any) -> tuple[BaseModel, int]:
         member, added = actions.put_member(self.db, caller, _subject(params, "subject"), body)
@@ -201,6 +266,9 @@ class AdminApi:
     def serve(
         self, event: Mapping[str, Any], workspace: str, rest: str, method: str, deadline: Deadline
     ) -> dict[str, Any]:
+        for route in ROUTES:
+            if route.invitee and route.method == method and (found := route.pattern.match(rest)):
+                return self._accept(event, workspace, route, found.groupdict(), deadline)
         caller = self.auth.authenticate(event, workspace, ADMIN_GATE, deadline)
         if "admin" not in caller.grants:
             # A member already knows the workspace exists: say what is missing.
@@ -208,6 +276,33 @@ class AdminApi:
                 403, "permission_denied", "this needs the admin grant in this workspace"
             )
         return self._dispatch(event, caller, rest, method)
+
+    def _accept(
+        self,
+        event: Mapping[str, Any],
+        workspace: str,
+        route: Route,
+        params: Params,
+        deadline: Deadline,
+    ) -> dict[str, Any]:
+        """The invitee accepts: every check of the admin route but membership, then the
+        membership the invitation holds; the accepted member's audit row is published
+        as the (now) member's."""
+        identity = self.auth.identify(event, workspace, ADMIN_GATE)
+        request_id = event.get("requestContext", {}).get("requestId")
+        try:
+            invitation_id = _uuid(params, "invitation_id")
+            body = m.parse_json(m.AcceptIn, request_body(event))
+            member = actions.accept_invitation(
+                self.db, identity, workspace, invitation_id, body, request_id
+            )
+        except AdminError as error:
+            status, error_body, headers = http_answer(error)
+            return _json(status, error_body, headers)
+        # Raised past here: the empty 404 (nothing to accept) and 503s, as the edge
+        # answers them for any route before a member is known.
+        self.publisher.after_commit(self.auth.authenticate(event, workspace, ADMIN_GATE, deadline))
+        return _json(route.status, member.model_dump(mode="json"))
 
     def _dispatch(
         self, event: Mapping[str, Any], caller: Caller, rest: str, method: str

@@ -19,6 +19,7 @@ from memory_server.domain.limits import (
     ADMIN_AUDIT_DEFAULT_ITEMS,
     ADMIN_AUDIT_MAX_ITEMS,
     ADMIN_CONTEXT_MEMBERS_MAX,
+    ADMIN_HANDLE_MAX_CHARS,
 )
 
 Scope = Literal[
@@ -41,6 +42,14 @@ KeyName = Annotated[
         description="Name of the agent key, unique among the workspace's live keys",
     ),
 ]
+
+
+HANDLE_RULE = f"1–{ADMIN_HANDLE_MAX_CHARS} printable characters"
+
+
+def handle_is_valid(handle: str) -> bool:
+    """An identity's handle (shown in every workspace it belongs to)."""
+    return 1 <= len(handle) <= ADMIN_HANDLE_MAX_CHARS and handle.isprintable()
 
 
 def _unique(values: list[str], what: str) -> list[str]:
@@ -70,9 +79,15 @@ def _reads_to_write(values: list[str], read: str, writes: tuple[str, ...]) -> No
         raise ValueError(f"writing needs reading: add {read!r}")
 
 
+def _grants_rules(value: list[Grant]) -> list[Grant]:
+    _unique(list(value), "grants")
+    _reads_to_write(list(value), "read", ("write:personal", "write:shared", "delete"))
+    return value
+
+
 class MemberIn(_In):
-    """An identity the service knows (made by an operator or on a verified first
-    sign-in) joins or changes; admins do not create identities."""
+    """A member's grants change (or this workspace's own agent key joins again);
+    everyone else joins by accepting an invitation."""
 
     grants: list[Grant] = Field(
         max_length=5, description="The member's grants (writes and delete need read)"
@@ -84,8 +99,44 @@ class MemberIn(_In):
     @field_validator("grants")
     @classmethod
     def _grants_unique(cls, value: list[Grant]) -> list[Grant]:
-        _unique(list(value), "grants")
-        _reads_to_write(list(value), "read", ("write:personal", "write:shared", "delete"))
+        return _grants_rules(value)
+
+
+class InvitationIn(_In):
+    """Invite an identity by subject: it becomes a member when it accepts with its own
+    token. Any subject gets the same answer (known, unknown or another workspace's)."""
+
+    subject: Subject
+    grants: list[Grant] = Field(
+        max_length=5, description="The grants it will hold (writes and delete need read)"
+    )
+    personal_namespace: bool | None = Field(
+        None,
+        description="A service's personal namespace when it joins (people always have one)",
+    )
+
+    @field_validator("grants")
+    @classmethod
+    def _grants_unique(cls, value: list[Grant]) -> list[Grant]:
+        return _grants_rules(value)
+
+
+class AcceptIn(_In):
+    """The invitee's acceptance; a person new to the service names its handle."""
+
+    handle: str | None = Field(
+        None,
+        description=(
+            f"Your handle, {HANDLE_RULE}, shown in every workspace you belong to: needed "
+            "only when you are new to the service (an existing identity keeps its own)"
+        ),
+    )
+
+    @field_validator("handle")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None and not handle_is_valid(value):
+            raise ValueError(f"a handle is {HANDLE_RULE}")
         return value
 
 
@@ -187,7 +238,9 @@ class RegisteredContext(_Out):
     context: str
     kind: Literal["channel", "dm"]
     private: bool
-    members: list[str]
+    members: list[str] | None = Field(
+        description="Subjects of its members; null where you are not one of them"
+    )
 
 
 class ContextUsage(_Out):
@@ -202,6 +255,31 @@ class ContextList(_Out):
 
 class ContextRemoved(_Out):
     removed: str
+
+
+class ContextDeleted(_Out):
+    deleted: str
+    records: int = Field(description="Records deleted (in it and its threads, every namespace)")
+    revisions_purged: int = Field(description="Revisions whose title and body were purged")
+
+
+class Invitation(_Out):
+    id: str
+    subject: str
+    grants: list[Grant]
+    personal_namespace: bool | None
+    invited_by: str | None
+    created_at: str
+    expires_at: str
+    accept: str = Field(description="Where the invitee accepts, with its own token (POST)")
+
+
+class InvitationList(_Out):
+    invitations: list[Invitation]
+
+
+class InvitationRevoked(_Out):
+    revoked: str
 
 
 class AuditEvent(_Out):

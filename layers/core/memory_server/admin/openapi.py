@@ -22,11 +22,29 @@ from memory_server.gateway.events import SLUG_PATTERN
 ADMIN_SCOPE = ADMIN_GATE.challenge_scope
 
 BASE = "/w/{workspace}/admin"
+_UUID_PATTERN = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 _PATH_PARAMETERS = {
     "subject": ("A person's Cognito sub or a service's app client id", m.SUBJECT_PATTERN),
     "client_id": ("The agent key's app client id", m.SUBJECT_PATTERN),
     "context": ("A context key: channel:{id} or dm:{id}, percent-encoded as a path segment", None),
+    "invitation_id": ("The invitation's id", _UUID_PATTERN),
 }
+
+
+_FORBIDDEN = (
+    f"The token lacks {ADMIN_SCOPE} (the gateway's authorizer), or the member lacks the "
+    "admin grant, or a private context's rule refuses it (permission_denied, the rule in "
+    "problems: private_context_members)"
+)
+_FORBIDDEN_INVITEE = f"The token lacks {ADMIN_SCOPE} (the gateway's authorizer)"
+_NOT_FOUND = (
+    "No such workspace or not a member: an empty body, the same for both. "
+    "Otherwise no such member, key, context, invitation or route (ErrorBody)."
+)
+_NOT_FOUND_INVITEE = (
+    "Nothing this token may accept (no such workspace, no invitation with this id for "
+    "this identity, expired, an identity that may not join): an empty body, alike"
+)
 
 
 def build_openapi() -> dict[str, Any]:
@@ -69,19 +87,13 @@ def build_openapi() -> dict[str, Any]:
                     "content": json_content({"$ref": "#/components/schemas/GatewayMessage"}),
                 },
                 "403": {
-                    "description": (
-                        f"The token lacks {ADMIN_SCOPE} (the gateway's authorizer), or "
-                        "the member lacks the admin grant (permission_denied)"
-                    ),
+                    "description": _FORBIDDEN_INVITEE if route.invitee else _FORBIDDEN,
                     "content": json_content(
                         {"anyOf": [{"$ref": "#/components/schemas/GatewayMessage"}, error]}
                     ),
                 },
                 "404": {
-                    "description": (
-                        "No such workspace or not a member: an empty body, the same for both. "
-                        "Otherwise no such member, key, context or route (ErrorBody)."
-                    ),
+                    "description": _NOT_FOUND_INVITEE if route.invitee else _NOT_FOUND,
                     "content": json_content(error),
                 },
                 "422": {
@@ -96,9 +108,13 @@ def build_openapi() -> dict[str, Any]:
                 "description": "Added",
                 "content": json_content(ref(route.response, "serialization")),
             }
-        if route.changes:
+        if route.changes and not route.invitee:
             operation["responses"]["409"] = {
-                "description": "Conflicts with the workspace's state (for example the last admin)",
+                "description": (
+                    "Conflicts with the workspace's state, the rule named in problems "
+                    "(for example the last admin, a DM's fixed participants, a private "
+                    "context that holds records)"
+                ),
                 "content": json_content(error),
             }
         if route.request is not None:
@@ -116,7 +132,8 @@ def build_openapi() -> dict[str, Any]:
             "description": (
                 "Workspace administration on the same HTTP API as the MCP endpoint. Every "
                 f"route needs an access token with the {ADMIN_SCOPE} scope and the admin "
-                "grant in the workspace. See docs/admin.md."
+                "grant in the workspace, but acceptInvitation: the invitee's own token, "
+                "before it is a member. See docs/admin.md."
             ),
         },
         "paths": paths,

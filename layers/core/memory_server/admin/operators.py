@@ -32,7 +32,13 @@ Rules, the same for every caller:
   operator stands above the workspace's admins, and a workspace made by
   ``ensure_workspace`` has none.
 - ``register_context`` registers a private channel or a DM with exactly the given
-  members, who must be members of the workspace (as through the admin API).
+  members, who must be members of the workspace (as through the admin API). The
+  operator may change a private channel's members although it is in none (it holds
+  the database, and with it every record, anyway); a DM's participants stay fixed,
+  and a DM that holds records of an earlier registration is not registered again
+  (:mod:`.rules`). Unregistering and deleting contexts are the admin API's only.
+- ``set_membership`` adds a person directly, without an invitation: the operator
+  makes a workspace's first admin, seeds and fixtures; an admin invites.
 
 The rules they share with the admin API (memberships, contexts, the memory feature,
 the audit rows) are :mod:`.rules`; the statements are :mod:`memory_server.data.operators`
@@ -54,7 +60,12 @@ import psycopg
 from memory_server.admin import rules
 from memory_server.admin.errors import conflict, invalid_field
 from memory_server.admin.identity import Directory
-from memory_server.admin.models import SUBJECT_PATTERN, registrable_context
+from memory_server.admin.models import (
+    HANDLE_RULE,
+    SUBJECT_PATTERN,
+    handle_is_valid,
+    registrable_context,
+)
 from memory_server.admin.rules import OPERATOR as OPERATOR
 from memory_server.data import admin as admin_data
 from memory_server.data import operators as data
@@ -124,7 +135,9 @@ class PersonErased(Report):
     revisions_pseudonymised: int
     audit_events_pseudonymised: int
     agent_keys_pseudonymised: int
+    invitations_pseudonymised: int
     memberships_removed: int
+    invitations_removed: int
     identity_provider: dict[str, bool] = field(default_factory=dict)
 
 
@@ -141,8 +154,8 @@ def _check_identity(subject: str, handle: str, *, prefix: str = "") -> None:
         raise invalid_field(
             f"{prefix}subject", "string_pattern_mismatch", "not a subject or client id"
         )
-    if not 1 <= len(handle) <= 64 or not handle.isprintable():
-        raise invalid_field(f"{prefix}handle", "printable", "1–64 printable characters")
+    if not handle_is_valid(handle):
+        raise invalid_field(f"{prefix}handle", "printable", HANDLE_RULE)
 
 
 def _check_grants(grants: Iterable[str]) -> list[str]:
@@ -374,7 +387,9 @@ def register_context(
     members: Iterable[uuid.UUID],
 ) -> bool:
     """Register a private channel or a DM with exactly these members (principal ids,
-    members of the workspace). Returns whether anything changed."""
+    members of the workspace), or change a private channel's members (the operator
+    stands above the members rule; a DM's participants stay fixed: :mod:`.rules`).
+    Returns whether anything changed."""
     context = registrable_context(context_key)
     ids = list(dict.fromkeys(members))  # each once, in the order given
     with owner.transaction():
@@ -383,8 +398,14 @@ def register_context(
         if strangers:
             raise rules.not_members([str(i) for i in strangers])
         before = admin_data.context(owner, workspace_id, context.key).get()
-        actor = rules.by_operator()
-        return rules.register_context(owner, workspace_id, actor, context, before, ids)
+        held = data.context_holds_records(owner, workspace_id, context.key)
+        now = rules.ContextNow.for_operator(before, held)
+        event = rules.context_change(context, now, ids, by_operator=True)
+        if event is None:
+            return False
+        data.put_context(owner, workspace_id, context.key, context.kind, ids)
+        admin_data.record_event(owner, workspace_id, rules.by_operator(), event)
+        return True
 
 
 # -- erasure and agent keys --------------------------------------------------------
@@ -397,7 +418,8 @@ def erase_person(
 
     In one transaction: the person's personal namespace is purged in every
     workspace (records, revisions, search documents, idempotency keys, paths in
-    audit rows), every place their id names a writer or actor is re-pointed to a new
+    audit rows), their pending invitations are deleted, every place their id names a
+    writer or actor is re-pointed to a new
     pseudonym principal (``erased:…``, handle ``erased-…``), and their principal row
     is deleted with its memberships, so ``resolve_caller`` finds nothing for any
     token they hold. Then, if a user pool is given, their sessions are signed out
@@ -415,6 +437,7 @@ def erase_person(
         pseudonym = data.create_pseudonym(owner, f"erased:{uuid.uuid4()}", f"erased-{tag}")
         personal = data.erase_personal(owner, person["id"], pseudonym)
         identity = data.erase_identity(owner, person["id"], pseudonym)
+        invitations = data.erase_invitations(owner, subject)
         data.delete_principal(owner, person["id"])
         for workspace in person["workspace_ids"]:
             event = rules.person_erased(pseudonym)
@@ -425,6 +448,7 @@ def erase_person(
         pseudonym=f"erased-{tag}",
         workspaces=list(person["workspaces"]),
         memberships_removed=len(person["workspace_ids"]),
+        invitations_removed=invitations,
         identity_provider=outcome,
         **personal,
         **identity,

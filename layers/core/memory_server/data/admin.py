@@ -3,9 +3,13 @@ every admin change, whoever makes it.
 
 The admin API runs these in the caller's request transaction (as the runtime role,
 so row-level security checks the admin grant again). The statements that change a
-workspace the way an admin does (its memory feature, a membership, a registered
-context, the audit row) are the operator path's too (``admin/operators.py``, the owner
-role): those functions take either, see :data:`On`.
+workspace the way an admin does (its memory feature, a membership, the audit row) are
+the operator path's too (``admin/operators.py``, the owner role): those functions take
+either, see :data:`On`. Private contexts and invitations change only through the
+``SECURITY DEFINER`` functions of ``infra/schema/70_admin.sql``, which enforce their
+rules again (the operator registers contexts with a statement of its own,
+:mod:`.operators`); the invitee's acceptance runs before it is a member, in a
+transaction of its own (:func:`accept_invitation`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any, Literal, TypedDict
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_server.data.pool import Pending, Transaction
+from memory_server.data.pool import Database, Pending, Transaction
 from memory_server.data.statements import Row, every, first
+from memory_server.domain.deadline import Deadline
 from memory_server.domain.grants import Grant
 
 ADMIN_URI = "memory-admin://"
@@ -74,13 +79,55 @@ class AgentKeyRow(TypedDict):
 
 class ContextRow(TypedDict):
     """A registered context with its members, as subjects (ordered by subject; what
-    the admin API answers) and as principal ids (what a change compares)."""
+    the admin API answers) and as principal ids (what a change compares), as far as
+    the reader may see them (an admin: only of the private contexts it is in), and
+    whether the acting principal is one of them."""
 
     context_key: str
     kind: Literal["channel", "dm"]
     private: bool
     members: list[str]
     member_ids: list[uuid.UUID]
+    caller_in_it: bool
+
+
+class ContextStateRow(TypedDict):
+    """What a change of a context needs to know and an admin may not read itself."""
+
+    registered: bool
+    private: bool
+    caller_in_it: bool
+    has_members: bool
+    holds_records: bool
+
+
+class PurgeRow(TypedDict):
+    """What deleting a private context wholesale removed."""
+
+    records_deleted: int
+    revisions_purged: int
+
+
+class InvitationRow(TypedDict):
+    id: uuid.UUID
+    subject: str
+    grants: list[Grant]
+    personal_namespace: bool | None
+    invited_by: str | None
+    created_at: datetime
+    expires_at: datetime
+
+
+class AcceptedRow(TypedDict):
+    """An invitation accepted (``outcome`` ``accepted``: the member it made), or
+    ``handle_required``: a person new to the service named no handle."""
+
+    outcome: Literal["accepted", "handle_required"]
+    principal_id: uuid.UUID | None
+    kind: Literal["person", "service"] | None
+    handle: str | None
+    grants: list[Grant] | None
+    personal_namespace: bool | None
 
 
 class UsageRow(TypedDict):
@@ -192,16 +239,35 @@ def joinable_principal(tx: Transaction, subject: str) -> Pending[PrincipalRow | 
     return tx.query("admin_principal", {"subject": subject}, first)
 
 
-def put_member(
+def add_member(
     on: On,
     workspace_id: uuid.UUID,
     principal_id: uuid.UUID,
     grants: Sequence[str],
     personal_namespace: bool,
 ) -> None:
-    """Add a member or replace its grants and personal namespace."""
+    """Add a member (as the runtime role: only the workspace's own agent keys)."""
     _tx(on).execute(
-        "admin_put_member",
+        "admin_add_member",
+        {
+            "workspace_id": workspace_id,
+            "principal_id": principal_id,
+            "grants": list(grants),
+            "personal_namespace": personal_namespace,
+        },
+    )
+
+
+def change_member(
+    on: On,
+    workspace_id: uuid.UUID,
+    principal_id: uuid.UUID,
+    grants: Sequence[str],
+    personal_namespace: bool,
+) -> None:
+    """Replace a member's grants and personal namespace."""
+    _tx(on).execute(
+        "admin_change_member",
         {
             "workspace_id": workspace_id,
             "principal_id": principal_id,
@@ -221,8 +287,8 @@ def count_admins(tx: Transaction, workspace_id: uuid.UUID) -> Pending[int]:
 
 
 def remove_member(tx: Transaction, workspace_id: uuid.UUID, principal_id: uuid.UUID) -> None:
-    """End a membership and the member's place in private contexts (its personal
-    records stay)."""
+    """End a membership and, by trigger, the member's place in private contexts (its
+    personal records stay)."""
     tx.execute("admin_remove_member", {"workspace_id": workspace_id, "principal_id": principal_id})
 
 
@@ -267,9 +333,12 @@ def revoke_agent_key(tx: Transaction, client_id: str) -> Pending[uuid.UUID | Non
 # -- contexts ------------------------------------------------------------------------------
 
 
-def list_contexts(tx: Transaction, workspace_id: uuid.UUID) -> Pending[list[ContextRow]]:
-    """The registered contexts with their members, by key."""
-    params = {"workspace_id": workspace_id, "context_key": None}
+def list_contexts(
+    tx: Transaction, workspace_id: uuid.UUID, principal_id: uuid.UUID
+) -> Pending[list[ContextRow]]:
+    """The registered contexts with their members (those ``principal_id`` may see), by
+    key."""
+    params = {"workspace_id": workspace_id, "context_key": None, "principal_id": principal_id}
     return tx.query("admin_contexts", params, every)
 
 
@@ -278,31 +347,119 @@ def context_usage(tx: Transaction) -> Pending[list[UsageRow]]:
     return tx.query("admin_context_usage", {}, every)
 
 
-def context(on: On, workspace_id: uuid.UUID, context_key: str) -> Pending[ContextRow | None]:
-    """One registered context with its members; ``None``: not registered."""
-    params = {"workspace_id": workspace_id, "context_key": context_key}
+def context(
+    on: On, workspace_id: uuid.UUID, context_key: str, principal_id: uuid.UUID | None = None
+) -> Pending[ContextRow | None]:
+    """One registered context with its members (as the reader may see them); ``None``:
+    not registered."""
+    params = {
+        "workspace_id": workspace_id,
+        "context_key": context_key,
+        "principal_id": principal_id,
+    }
     return _tx(on).query("admin_contexts", params, first)
 
 
-def put_context(
-    on: On, workspace_id: uuid.UUID, context_key: str, kind: str, members: Iterable[uuid.UUID]
-) -> None:
-    """Register a private channel or a DM with exactly these members."""
-    _tx(on).execute(
-        "admin_put_context",
-        {
-            "workspace_id": workspace_id,
-            "context_key": context_key,
-            "kind": kind,
-            "members": list(members),
-        },
-    )
+def context_state(tx: Transaction, context_key: str) -> Pending[ContextStateRow]:
+    """Whether the context is registered and private, whether the caller or anyone is
+    in it, and whether it holds records, answered by the database for the admin."""
+
+    def shape(rows: list[Row]) -> ContextStateRow:
+        found: ContextStateRow = first(rows)  # the function answers one row, always
+        return found
+
+    return tx.query("admin_context_state", {"context_key": context_key}, shape)
 
 
-def remove_context(tx: Transaction, workspace_id: uuid.UUID, context_key: str) -> Pending[bool]:
+def register_context(tx: Transaction, context_key: str, members: Iterable[uuid.UUID]) -> None:
+    """Register a private channel or a DM with exactly these members (the database
+    refuses what the rules of private contexts refuse)."""
+    params = {"context_key": context_key, "members": list(members)}
+    tx.execute("admin_register_context", params)
+
+
+def remove_context(tx: Transaction, context_key: str) -> Pending[bool]:
     """Unregister a context (its members go with it); ``False``: it was not registered."""
-    params = {"workspace_id": workspace_id, "context_key": context_key}
-    return tx.query("admin_remove_context", params, bool)
+
+    def shape(rows: list[Row]) -> bool:
+        return bool(rows[0]["removed"])
+
+    return tx.query("admin_remove_context", {"context_key": context_key}, shape)
+
+
+def delete_context(
+    tx: Transaction, context_key: str, request_id: str | None
+) -> Pending[PurgeRow | None]:
+    """Delete a private context (or a DM) wholesale; ``None``: it is neither."""
+    params = {"context_key": context_key, "request_id": request_id}
+    return tx.query("admin_delete_context", params, first)
+
+
+# -- invitations ---------------------------------------------------------------------------
+
+
+def invite(
+    tx: Transaction,
+    subject: str,
+    grants: Sequence[str],
+    personal_namespace: bool | None,
+    *,
+    ttl_s: int,
+    max_pending: int,
+) -> Pending[InvitationRow | None]:
+    """Invite ``subject`` (its pending invitation replaced); ``None``: the workspace
+    already holds ``max_pending`` invitations for other subjects."""
+    params = {
+        "subject": subject,
+        "grants": list(grants),
+        "personal_namespace": personal_namespace,
+        "ttl_s": ttl_s,
+        "max_pending": max_pending,
+    }
+    return tx.query("admin_invite", params, first)
+
+
+def invitations(tx: Transaction) -> Pending[list[InvitationRow]]:
+    """The workspace's pending invitations, oldest first."""
+    return tx.query("admin_invitations", {}, every)
+
+
+def revoke_invitation(tx: Transaction, invitation_id: uuid.UUID) -> Pending[bool]:
+    """Withdraw a pending invitation; ``False``: there is none with that id here."""
+
+    def shape(rows: list[Row]) -> bool:
+        return bool(rows[0]["revoked"])
+
+    return tx.query("admin_revoke_invitation", {"invitation_id": invitation_id}, shape)
+
+
+def accept_invitation(
+    db: Database,
+    deadline: Deadline,
+    *,
+    workspace: str,
+    invitation_id: uuid.UUID,
+    subject: str,
+    person: bool,
+    handle: str | None,
+    request_id: str | None,
+) -> AcceptedRow | None:
+    """The invitee (``subject``, from its own verified token; a person's or a
+    service's) accepts, in a transaction of its own before it is a member; ``None``:
+    nothing it may accept (no such invitation for it, expired, or an identity that may
+    not join), alike."""
+    params = {
+        "workspace": workspace,
+        "invitation_id": invitation_id,
+        "subject": subject,
+        "person": person,
+        "handle": handle,
+        "request_id": request_id,
+    }
+    with db.unscoped(deadline, read_only=False) as tx:
+        found = tx.query("accept_invitation", params, first)
+    row: AcceptedRow | None = found.get()
+    return row
 
 
 # -- the audit trail --------------------------------------------------------------------------

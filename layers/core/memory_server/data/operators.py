@@ -1,8 +1,8 @@
 """The operator path's own statements, on an owner-role connection: workspaces,
-principals, erasure and retired agent keys (``admin/operators.py`` runs them, each
-inside its caller's transaction). What an operator changes the way an admin does
-(memory feature, memberships, registered contexts, audit rows) runs the admin
-statements of :mod:`.admin`.
+principals, registered contexts, erasure and retired agent keys (``admin/operators.py``
+runs them, each inside its caller's transaction). What an operator changes the way an
+admin does (memory feature, memberships, audit rows) runs the admin statements of
+:mod:`.admin`.
 
 The connection runs no pipeline: each function's statement runs when it is called.
 """
@@ -84,6 +84,7 @@ class IdentityErased(TypedDict):
     revisions_pseudonymised: int
     audit_events_pseudonymised: int
     agent_keys_pseudonymised: int
+    invitations_pseudonymised: int
 
 
 class Retired(TypedDict):
@@ -155,6 +156,29 @@ def non_members(owner: Owner, workspace_id: uuid.UUID, ids: list[uuid.UUID]) -> 
     return [row["id"] for row in statements.rows(owner, "operator_non_members", params)]
 
 
+# -- contexts --------------------------------------------------------------------------------
+
+
+def put_context(
+    owner: Owner, workspace_id: uuid.UUID, context_key: str, kind: str, members: list[uuid.UUID]
+) -> None:
+    """Register a private channel or a DM with exactly these members."""
+    params = {
+        "workspace_id": workspace_id,
+        "context_key": context_key,
+        "kind": kind,
+        "members": members,
+    }
+    statements.run(owner, "operator_put_context", params)
+
+
+def context_holds_records(owner: Owner, workspace_id: uuid.UUID, context_key: str) -> bool:
+    """Does the context, or a thread of it, hold any record (in any namespace)?"""
+    params = {"workspace_id": workspace_id, "context_key": context_key}
+    found = statements.one(owner, "operator_context_holds_records", params)
+    return found is not None and bool(found["found"])
+
+
 # -- erasure and agent keys ---------------------------------------------------------------
 
 
@@ -204,6 +228,12 @@ def erase_identity(
     found = statements.one(owner, "operator_erase_identity", _erasure(principal_id, pseudonym_id))
     assert found is not None
     return cast(IdentityErased, found)
+
+
+def erase_invitations(owner: Owner, subject: str) -> int:
+    """Delete the subject's pending invitations in every workspace; how many."""
+    found = statements.one(owner, "operator_erase_invitations", {"subject": subject})
+    return 0 if found is None else int(found["invitations"])
 
 
 def delete_principal(owner: Owner, principal_id: uuid.UUID) -> None:

@@ -282,16 +282,18 @@ class Database:
         return row
 
     @contextmanager
-    def unscoped(self, deadline: Deadline) -> Iterator[Transaction]:
-        """A read-only transaction before any caller exists (resolving the caller):
-        its statement timeout is the deadline's, ``BEGIN``, the timeout, the statement
-        and ``COMMIT`` in one round trip. Waiting for a pooled connection counts against
-        the deadline too."""
+    def unscoped(self, deadline: Deadline, *, read_only: bool = True) -> Iterator[Transaction]:
+        """A transaction before any caller exists (resolving the caller; an invitee
+        accepting, which writes: ``read_only=False``): its statement timeout is the
+        deadline's, ``BEGIN``, the timeout, the statement and ``COMMIT`` in one round
+        trip. No ``app.*`` settings: only SECURITY DEFINER functions that ask nothing
+        of them reach anything. Waiting for a pooled connection counts against the
+        deadline too."""
         timeout_ms = deadline.remaining_ms()
         with self._request(timeout_ms) as conn:
             tx = Transaction(conn)
             with conn.pipeline():
-                conn.execute(_BEGIN["read committed", True])
+                conn.execute(_BEGIN["read committed", read_only])
                 statements.cursor(conn, "resolve_settings", {"timeout": str(timeout_ms)})
                 yield tx
                 conn.execute(_COMMIT)

@@ -140,6 +140,11 @@ SEARCH_SEGMENTS_AFTER = 6
 ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context
 ADMIN_AUDIT_DEFAULT_ITEMS = 50  # GET /audit, one page
 ADMIN_AUDIT_MAX_ITEMS = 200
+# An invitation waits this long for its invitee to accept (then it is void).
+ADMIN_INVITATION_TTL_S = 7 * 24 * 3600
+# Pending invitations a workspace may hold at once (a bound on what one admin adds).
+ADMIN_INVITATIONS_MAX = 1000
+ADMIN_HANDLE_MAX_CHARS = 64  # an identity's handle (operators, or an invitee's own)
 
 # -- Cursors and cache hints ---------------------------------------------------------
 CURSOR_TTL_S = 900

@@ -27,7 +27,13 @@ from memory_server.domain.errors import (
     unauthenticated,
 )
 from memory_server.domain.grants import SCOPE_GRANTS
-from memory_server.gateway.events import SLUG, request_headers, resource_url, token_identity
+from memory_server.gateway.events import (
+    SLUG,
+    TokenIdentity,
+    request_headers,
+    resource_url,
+    token_identity,
+)
 from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.membership import resolve_caller
 
@@ -58,6 +64,40 @@ class Authenticator:
         self, event: Mapping[str, Any], workspace: str, gate: Gate, deadline: Deadline
     ) -> Caller:
         """The caller of this request, or an ``EdgeError`` saying why not."""
+        identity = self.identify(event, workspace, gate)
+        raw_context = None
+        if gate.listening:
+            raw_context = request_headers(event).get("memory-context")
+            if raw_context is None:
+                raw_context = (event.get("queryStringParameters") or {}).get("context")
+        try:
+            context = parse_context(raw_context)
+        except ToolError as error:
+            raise EdgeError(
+                400,
+                "invalid_context",
+                body={"error": "invalid_context", "message": error.message},
+            ) from None
+        try:
+            membership = resolve_caller(
+                self.db,
+                workspace=workspace,
+                subject=identity.subject,
+                scopes=identity.scopes,
+                context=context,
+                request_id=event.get("requestContext", {}).get("requestId"),
+                deadline=deadline,
+            )
+        except ToolError:  # the database timed out or went away before any handler ran
+            raise edge_unavailable() from None
+        if membership is None or (gate.memory_required and not membership.memory_enabled):
+            raise no_such_workspace()
+        return membership.caller
+
+    def identify(self, event: Mapping[str, Any], workspace: str, gate: Gate) -> TokenIdentity:
+        """Who the verified token says is calling, after every check that needs no
+        membership (token, resource binding, scope, origin, method, workspace name):
+        all that an invitee, not yet a member, passes before accepting."""
         identity = token_identity(event)
         if identity is None:
             raise unauthenticated(gate.challenge_scope)
@@ -81,31 +121,4 @@ class Authenticator:
             raise EdgeError(405, "method_not_allowed", headers={"allow": ", ".join(gate.methods)})
         if not SLUG.match(workspace):
             raise no_such_workspace()
-        raw_context = None
-        if gate.listening:
-            raw_context = request_headers(event).get("memory-context")
-            if raw_context is None:
-                raw_context = (event.get("queryStringParameters") or {}).get("context")
-        try:
-            context = parse_context(raw_context)
-        except ToolError as error:
-            raise EdgeError(
-                400,
-                "invalid_context",
-                body={"error": "invalid_context", "message": error.message},
-            ) from None
-        try:
-            membership = resolve_caller(
-                self.db,
-                workspace=workspace,
-                subject=identity.subject,
-                scopes=scopes,
-                context=context,
-                request_id=event.get("requestContext", {}).get("requestId"),
-                deadline=deadline,
-            )
-        except ToolError:  # the database timed out or went away before any handler ran
-            raise edge_unavailable() from None
-        if membership is None or (gate.memory_required and not membership.memory_enabled):
-            raise no_such_workspace()
-        return membership.caller
+        return identity

@@ -1,4 +1,3 @@
--- Unregister a context (its members go with it: ON DELETE CASCADE).
-DELETE FROM memory.contexts
-WHERE workspace_id = %(workspace_id)s AND context_key = %(context_key)s
-RETURNING context_key
+-- Unregister a context (its members go with it); false: it was not registered
+-- (memory.admin_unregister_context, infra/schema/70_admin.sql).
+SELECT memory.admin_unregister_context(%(context_key)s) AS removed

@@ -24,8 +24,13 @@ WITH records AS (
     UPDATE memory.principals SET created_by = %(pseudonym_id)s
     WHERE created_by = %(principal_id)s
     RETURNING 1
+), invited AS (
+    UPDATE memory.invitations SET invited_by = %(pseudonym_id)s
+    WHERE invited_by = %(principal_id)s
+    RETURNING 1
 )
 SELECT (SELECT count(*) FROM records) AS records_pseudonymised,
        (SELECT count(*) FROM history) AS revisions_pseudonymised,
        (SELECT count(*) FROM events) AS audit_events_pseudonymised,
-       (SELECT count(*) FROM keys) AS agent_keys_pseudonymised
+       (SELECT count(*) FROM keys) AS agent_keys_pseudonymised,
+       (SELECT count(*) FROM invited) AS invitations_pseudonymised

@@ -1,4 +1,6 @@
--- Register a private channel or a DM and replace its member list, in one statement.
+-- The operator's registration of a private channel or a DM with exactly these members,
+-- in one statement (owner role; the admin API goes through memory.admin_register_context,
+-- which checks who may change a private context again).
 WITH registered AS (
     INSERT INTO memory.contexts (workspace_id, context_key, kind, private)
     VALUES (%(workspace_id)s, %(context_key)s, %(kind)s, true)
