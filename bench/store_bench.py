@@ -115,6 +115,24 @@ ORDER BY kind, path, context_key, id
 LIMIT %(limit)s
 """
 
+# The briefing's floor: its two reads of records, plainly, as the superuser (no RLS,
+# no function, handles not looked up).
+FLOOR_BRIEF = """
+(SELECT id, updated_at, left(body, 4096) AS content
+ FROM memory.memories
+ WHERE workspace_id = %(workspace_id)s AND owner_id = ANY (%(owners)s)
+   AND context_key = ANY (%(contexts)s) AND pinned
+ ORDER BY updated_at DESC LIMIT 20)
+UNION ALL
+(SELECT id, updated_at, NULL
+ FROM memory.memories
+ WHERE workspace_id = %(workspace_id)s AND owner_id = ANY (%(owners)s)
+   AND context_key = ANY (%(contexts)s) AND NOT pinned
+ ORDER BY updated_at DESC LIMIT 20)
+"""
+BRIEF_PINNED = 10  # records of the measured view pinned for the briefing
+BRIEF_OVER_LIST = 2.0  # the briefing's p95 at most this many list pages (issue 22)
+
 Timed = Callable[[int], object]
 
 
@@ -656,6 +674,43 @@ class Bench:
         assert list_page(0)["items"]
         return self._three("list_first_page", list_page, sql_rls, floor)
 
+    # -- the briefing --
+
+    def bench_brief(self) -> dict[str, dict[str, float]]:
+        """memory_brief at its default budget, with a few records of the view pinned."""
+        caller = self.reader
+        self.admin.execute(
+            "UPDATE memory.memories SET pinned = true WHERE id IN ("
+            " SELECT id FROM memory.memories WHERE workspace_id = %s AND owner_id = %s"
+            " AND context_key = 'workspace' AND kind IN ('memories', 'notes')"
+            " ORDER BY id LIMIT %s)",
+            (caller.workspace_id, SHARED_OWNER, BRIEF_PINNED),
+        )
+
+        def brief(_: int) -> dict[str, Any]:
+            return self.tools.run("memory_brief", caller, {}, _deadline())
+
+        def sql_rls(_: int) -> object:
+            with self.db.read(caller, _deadline()) as tx:
+                found = records.brief(
+                    tx,
+                    caller,
+                    content_chars=4096,
+                    pinned=20,
+                    since=None,
+                    recent=20,
+                    head_chars=600,
+                    skills=20,
+                )
+            return found.get()
+
+        def floor(_: int) -> object:
+            return self.admin.execute(FLOOR_BRIEF, view(caller)).fetchall()
+
+        made = brief(0)
+        assert len(made["pinned"]) > 0 and made["recent"], made
+        return self._three("brief", brief, sql_rls, floor)
+
     def _three(
         self,
         name: str,
@@ -990,6 +1045,7 @@ _LABELS = {
     "search_typical": "search, typical term",
     "search_common": "search, common term (10%)",
     "list_first_page": "list, first page",
+    "brief": "brief (memory_brief, 4096 bytes)",
 }
 
 
@@ -1006,6 +1062,16 @@ def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": value <= limit,
                 }
             )
+    if "brief" in results and "list_first_page" in results:
+        over = results["brief"]["operation"]["p95"] / results["list_first_page"]["operation"]["p95"]
+        checks.append(
+            {
+                "operation": "brief",
+                "target": f"p95 <= {BRIEF_OVER_LIST}x a list page's p95",
+                "value": round(over, 2),
+                "met": over <= BRIEF_OVER_LIST,
+            }
+        )
     for name, result in results.items():
         for p in ("p50", "p95"):
             ratio = result[f"ratio_{p}"]
@@ -1070,6 +1136,7 @@ def _run_bench(bench: Bench, marker: dict[str, Any], args: argparse.Namespace) -
     results: dict[str, Any] = {
         "read_by_path": bench.bench_read(),
         "list_first_page": bench.bench_list(),
+        "brief": bench.bench_brief(),
     }
     for name, texts in cases.items():
         results[name] = bench.bench_search(name, texts)

@@ -152,6 +152,7 @@ def main() -> None:
             "memory_list": lambda: call(
                 "memory_list", prefix="memory://workspace/notes/", limit=20
             ),
+            "memory_brief": lambda: call("memory_brief"),
             "memory_write (create)": create,
             "memory_write (replace)": replace,
             "memory_remember": lambda: call(
