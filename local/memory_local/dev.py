@@ -5,7 +5,9 @@ loopback for Cognito, DynamoDB and EventBridge (a child process of its own), the
 Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
 Lambda handlers (the MCP function, the Lambda authorizer, the management function),
 the local stand-in for the user pool's sign-in and token endpoints, the demo tenants,
-and the audit sweeper on a timer. Ctrl-C stops everything.
+and the audit sweeper on a timer. Ctrl-C (or SIGTERM, any number of them) stops
+everything; a PostgreSQL that an earlier run left running on the same data folder is
+stopped before this one starts.
 
 Nothing here grows with the requests served. The handler's audit events are
 published after each response by a child process with a bounded queue
@@ -127,6 +129,11 @@ class DevStack:
                 self.root / "postgres", durable=True, synchronous_commit=self.synchronous_commit
             )
             admin_url = self.postgres.start()
+            if self.postgres.stopped_stale is not None:
+                self._say(
+                    f"stopped a PostgreSQL an earlier run left running (pid "
+                    f"{self.postgres.stopped_stale}) before starting"
+                )
         creds = self.credentials or _credentials(self.root / "credentials.json")
         self.roles = roles = provision(
             admin_url,
@@ -355,10 +362,20 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+class _Stop:
+    requested = False  # set by the first SIGINT or SIGTERM
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    # SIGTERM stops the stack as Ctrl-C does. The handler takes no lock: one that set
-    # a threading.Event could run while the main thread held that Event's lock, and
-    # hang the stack for good (seen once).
+    # SIGINT and SIGTERM stop the stack alike; the first one does, and every later one
+    # (a terminal's Ctrl-C and a supervisor's SIGTERM often come together) is ignored,
+    # so none can cut the stop short and leave PostgreSQL running. The handler takes
+    # no lock: one that set a threading.Event could run while the main thread held
+    # that Event's lock, and hang the stack for good (seen once). Handlers run only in
+    # the main thread, one at a time, so the flag needs none.
+    if _Stop.requested:
+        return
+    _Stop.requested = True
     raise KeyboardInterrupt
 
 
@@ -376,6 +393,7 @@ def main() -> None:
     # request whose database answer has arrived must not wait the default 5 ms for
     # the interpreter lock while another thread runs.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         info = stack.start()
@@ -389,7 +407,7 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stop short
+        _Stop.requested = True  # also after a failed start: nothing interrupts the stop
         print("\n[dev] stopping", flush=True)
         stack.stop()
 
