@@ -44,6 +44,7 @@ from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S
+from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, sweep
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
@@ -64,6 +65,10 @@ SWEEP_EVERY_S = 15.0
 TAP_DRAIN_EVERY_S = 1.0
 EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 SWITCH_INTERVAL_S = 0.0005  # see main()
+# DNS-rebinding protection for a loopback server (docs/contract.md §1): the names and
+# origins every route answers (the gateway), and the MCP and admin handlers check too.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+LOOPBACK_ORIGINS = ("http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*")
 AWS_NICENESS = 10  # the AWS emulation's scheduling priority, lowered (see start)
 
 
@@ -166,6 +171,7 @@ class DevStack:
             authorizer=_starting,
             port=self.port,
             quiet=self.quiet,
+            origins=OriginPolicy(LOOPBACK_ORIGINS, LOOPBACK_HOSTS),
         ).start()
         base_url = self.gateway.url
         self.port = int(urlsplit(base_url).port or self.port)
@@ -175,9 +181,8 @@ class DevStack:
                 "DATABASE_URL": runtime_url,
                 "CURSOR_SECRET": creds["cursor_secret"],
                 "PUBLIC_BASE_URL": base_url,
-                # DNS-rebinding protection for a loopback server (docs/contract.md §1).
-                "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
-                "ALLOWED_ORIGINS": "http://localhost:*,http://127.0.0.1:*,http://[::1]:*",
+                "ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+                "ALLOWED_ORIGINS": ",".join(LOOPBACK_ORIGINS),
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
                 "SIGNIN_TABLE": provisioned.signin_table,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -27,8 +28,9 @@ def api_event(
     """An HTTP API (payload 2.0) event for ``route_key``, as API Gateway passes it on:
     with the Lambda authorizer's context for ``sub`` and ``scopes`` (none for ``sub``
     None); a ``body`` that is not a string is sent as JSON."""
+    expires_at = int(time.time()) + 3600  # the token's exp: an hour ahead
     authorizer = (
-        {"lambda": authorizer_context(sub, "test-client", list(scopes))}
+        {"lambda": authorizer_context(sub, "test-client", list(scopes), expires_at=expires_at)}
         if sub is not None
         else None
     )
