@@ -151,6 +151,13 @@ DELIBERATE = {
     "functions records_in_view(uuid,uuid[],text[]): not in the recorded catalog": (
         "the first wall's predicate, stated once for the request statements that read records"
     ),
+    "functions lock_membership(): differs in body": (
+        "a row lock on the caller's membership (FOR KEY SHARE) instead of an advisory lock: "
+        "RDS Proxy pins sessions on advisory-lock functions, not on row locks"
+    ),
+    "functions principal_lock_key(uuid): missing": (
+        "the advisory lock's key; changes and erasure lock membership rows instead"
+    ),
 }
 # Added NOT VALID by migration 0012 so as not to rewrite rows made before it; a fresh
 # table has none, so the baseline's are validated.
