@@ -65,6 +65,7 @@ SWEEP_EVERY_S = 15.0
 TAP_DRAIN_EVERY_S = 1.0
 EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 SWITCH_INTERVAL_S = 0.0005  # see main()
+IDLE_WAKE_S = 0.5  # see main()
 # DNS-rebinding protection for a loopback server (docs/contract.md §1): the names and
 # origins every route answers (the gateway), and the MCP and admin handlers check too.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -407,8 +408,13 @@ def main() -> None:
             endpoint_file.relative_to(ROOT) if endpoint_file.is_relative_to(ROOT) else endpoint_file
         )
         print(client_instructions(info, str(shown)), flush=True)
+        # Not signal.pause(): the kernel may hand a signal to any of the stack's
+        # threads, and then pause() in the main thread, where Python runs handlers,
+        # never returns (seen: a stack that ignored SIGINT and SIGTERM). A short sleep
+        # is cut short by a signal that reaches this thread, and otherwise lets the
+        # handler run within a second.
         while True:
-            signal.pause()
+            time.sleep(IDLE_WAKE_S)
     except KeyboardInterrupt:
         pass
     finally:
