@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,11 @@ def event(workspace: str, subject: str, body: dict[str, Any]) -> dict[str, Any]:
             "http": {"method": "POST"},
             "requestId": str(uuid.uuid4()),
             "domainName": "bench.local",
-            "authorizer": {"lambda": authorizer_context(subject, "bench-client", SCOPES)},
+            "authorizer": {
+                "lambda": authorizer_context(
+                    subject, "bench-client", SCOPES, expires_at=int(time.time()) + 3600
+                )
+            },
         },
         "body": json.dumps(body),
         "isBase64Encoded": False,

@@ -27,8 +27,12 @@ Configuration (environment): ``MIGRATIONS_DIR`` (the schema files are the ``sche
 folder next to it); ``OWNER_SECRET_ARN``,
 ``RUNTIME_SECRET_ARN``, ``AUDITOR_SECRET_ARN`` (Secrets Manager JSON with ``username``
 and ``password``); the administrator either as ``MASTER_SECRET_ARN`` plus ``DB_HOST``,
-``DB_PORT``, ``DB_NAME``, ``DB_SSLMODE`` (AWS), or as ``DATABASE_ADMIN_URL`` (tests and
-local runs).
+``DB_PORT``, ``DB_NAME`` (AWS), or as ``DATABASE_ADMIN_URL`` (tests and local runs).
+
+In AWS the master credentials, and the role passwords this function sets, travel only
+over TLS that verifies the cluster: ``sslmode=verify-full`` (``DB_SSLMODE`` may say
+so, and nothing weaker is accepted) against the Amazon RDS roots shipped in the layer
+(``aws_config.cluster_root_certificates``), the host checked against the certificate.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from memory_server.domain.limits import (
     MIGRATIONS_CONNECT_TIMEOUT_S,
     MIGRATIONS_TIMEOUT_MARGIN_S,
 )
+from memory_server.edge import aws_config
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger()
@@ -99,6 +104,14 @@ def load_config(env: Mapping[str, str], secrets: Any = None) -> Config:
     if env.get("DATABASE_ADMIN_URL"):
         admin = make_conninfo(env["DATABASE_ADMIN_URL"])
     else:
+        sslmode = env.get("DB_SSLMODE") or aws_config.VERIFIED
+        if sslmode != aws_config.VERIFIED:
+            # The master password, and the role passwords set over this connection,
+            # go only to a server whose certificate and name were checked.
+            raise aws_config.ConfigurationError(
+                f"the cluster connection needs TLS that verifies the server; "
+                f"sslmode={sslmode} is not allowed (use {aws_config.VERIFIED})"
+            )
         master = _secret(secrets, env["MASTER_SECRET_ARN"])
         admin = make_conninfo(
             host=env["DB_HOST"],
@@ -106,20 +119,24 @@ def load_config(env: Mapping[str, str], secrets: Any = None) -> Config:
             dbname=env["DB_NAME"],
             user=master["username"],
             password=master["password"],
-            sslmode=env.get("DB_SSLMODE", "require"),
+            sslmode=sslmode,
+            sslrootcert=aws_config.cluster_root_certificates(),
         )
     owner = with_role(admin, migrate.OWNER_ROLE, passwords.owner)
     return Config(admin, owner, passwords, Path(env.get("MIGRATIONS_DIR", "/opt/migrations")))
 
 
 def _connect(conninfo: str, deadline: float, **kwargs: Any) -> psycopg.Connection[Any]:
-    """Connect, retrying while a paused cluster resumes, until the deadline."""
+    """Connect, retrying while a paused cluster resumes, until the deadline (a
+    certificate that does not verify is final)."""
     delay = 1.0
     while True:
         try:
             return psycopg.connect(conninfo, connect_timeout=MIGRATIONS_CONNECT_TIMEOUT_S, **kwargs)
-        except psycopg.OperationalError:
-            if time.monotonic() + delay + MIGRATIONS_CONNECT_TIMEOUT_S > deadline:
+        except psycopg.OperationalError as exc:
+            # A certificate that did not verify will not on the next try either.
+            untrusted = "certificate" in str(exc)
+            if untrusted or time.monotonic() + delay + MIGRATIONS_CONNECT_TIMEOUT_S > deadline:
                 raise
             logger.warning("database not reachable yet; retrying in %.0f s", delay)
             time.sleep(delay)

@@ -76,24 +76,24 @@ CREATE TRIGGER memberships_principal BEFORE INSERT OR UPDATE OF workspace_id, pr
     ON memberships FOR EACH ROW EXECUTE FUNCTION check_member_principal();
 
 -- Changes re-check membership under a lock erasure also takes. Every change
--- transaction first calls lock_membership(): a shared advisory lock on the caller's
--- principal, then a fresh look at its membership. Erasure takes the same lock
--- exclusively before it purges (sql/operator_lock_person.sql), so a change in flight
--- finishes first (and is purged), and a change that starts later finds no membership
--- and is refused.
-CREATE OR REPLACE FUNCTION principal_lock_key(p_principal uuid) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN ('x' || left(replace(p_principal::text, '-', ''), 16))::bit(64)::bigint;
+-- transaction first calls lock_membership(): its membership row, read afresh and
+-- locked FOR KEY SHARE (many changes at once share it; a grant change does not wait
+-- for them). Erasure locks every membership row of the person FOR UPDATE before it
+-- purges (sql/operator_lock_person.sql), so a change in flight finishes first (and
+-- is purged), and a change that starts later waits, then finds the row gone and is
+-- refused; removing a member likewise waits for its changes in flight. A row lock,
+-- not an advisory lock: it ends with the transaction and RDS Proxy lists no row lock
+-- among what pins a connection (docs/deploy.md, "Connection pinning").
+DROP FUNCTION IF EXISTS principal_lock_key(uuid);
 
 CREATE OR REPLACE FUNCTION lock_membership() RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
-DECLARE
-    me constant uuid := setting_uuid('app.principal_id');
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(principal_lock_key(me));
     PERFORM 1 FROM memberships
-    WHERE workspace_id = setting_uuid('app.workspace_id') AND principal_id = me;
+    WHERE workspace_id = setting_uuid('app.workspace_id')
+      AND principal_id = setting_uuid('app.principal_id')
+    FOR KEY SHARE;
     IF NOT FOUND THEN
         -- Mapped to permission_denied by db.translate_errors.
         RAISE EXCEPTION 'the caller is no longer a member of this workspace' USING ERRCODE = 'MS403';

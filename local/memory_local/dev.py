@@ -6,9 +6,10 @@ Gateway emulator on ``127.0.0.1:8787`` (``PORT`` overrides) in front of the same
 Lambda handlers (the MCP function, the Lambda authorizer, the management function,
 the authorization function), the local stand-in for the user pool's sign-in and
 token endpoints, the demo tenants, and the audit sweeper (with the purge of expired
-records) and the registered clients' sweep on timers. Ctrl-C stops everything.
-``ALLOWED_REDIRECT_URIS`` sets registration's https allow-list, as the template's
-``AllowedRedirectUris`` does.
+records) and the registered clients' sweep on timers. Ctrl-C (or SIGTERM, any number
+of them) stops everything; a PostgreSQL that an earlier run left running on the same
+data folder is stopped before this one starts. ``ALLOWED_REDIRECT_URIS`` sets
+registration's https allow-list, as the template's ``AllowedRedirectUris`` does.
 
 Nothing here grows with the requests served. The handler's audit events are
 published after each response by a child process with a bounded queue
@@ -45,6 +46,7 @@ from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S
+from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 from memory_server.signin.authorization import Authorization, build_authorization
 from memory_server.signin.authorizer import build_authorizer
@@ -68,6 +70,11 @@ PURGE_EVERY_S = 5.0
 TAP_DRAIN_EVERY_S = 1.0
 EXPIRE_EVERY_S = 600.0  # DynamoDB's TTL, emulated (idempotency records)
 SWITCH_INTERVAL_S = 0.0005  # see main()
+IDLE_WAKE_S = 0.5  # see main()
+# DNS-rebinding protection for a loopback server (docs/contract.md §1): the names and
+# origins every route answers (the gateway), and the MCP and admin handlers check too.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+LOOPBACK_ORIGINS = ("http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*")
 AWS_NICENESS = 10  # the AWS emulation's scheduling priority, lowered (see start)
 
 
@@ -136,6 +143,11 @@ class DevStack:
                 self.root / "postgres", durable=True, synchronous_commit=self.synchronous_commit
             )
             admin_url = self.postgres.start()
+            if self.postgres.stopped_stale is not None:
+                self._say(
+                    f"stopped a PostgreSQL an earlier run left running (pid "
+                    f"{self.postgres.stopped_stale}) before starting"
+                )
         creds = self.credentials or _credentials(self.root / "credentials.json")
         self.roles = roles = provision(
             admin_url,
@@ -168,6 +180,7 @@ class DevStack:
             authorizer=_starting,
             port=self.port,
             quiet=self.quiet,
+            origins=OriginPolicy(LOOPBACK_ORIGINS, LOOPBACK_HOSTS),
         ).start()
         base_url = self.gateway.url
         self.port = int(urlsplit(base_url).port or self.port)
@@ -177,9 +190,8 @@ class DevStack:
                 "DATABASE_URL": runtime_url,
                 "CURSOR_SECRET": creds["cursor_secret"],
                 "PUBLIC_BASE_URL": base_url,
-                # DNS-rebinding protection for a loopback server (docs/contract.md §1).
-                "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
-                "ALLOWED_ORIGINS": "http://localhost:*,http://127.0.0.1:*,http://[::1]:*",
+                "ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+                "ALLOWED_ORIGINS": ",".join(LOOPBACK_ORIGINS),
                 "IDEMPOTENCY_TABLE": provisioned.table_name,
                 "AUDIT_BUS_NAME": provisioned.bus_name,
                 "SIGNIN_TABLE": provisioned.signin_table,
@@ -394,10 +406,20 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+class _Stop:
+    requested = False  # set by the first SIGINT or SIGTERM
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    # SIGTERM stops the stack as Ctrl-C does. The handler takes no lock: one that set
-    # a threading.Event could run while the main thread held that Event's lock, and
-    # hang the stack for good (seen once).
+    # SIGINT and SIGTERM stop the stack alike; the first one does, and every later one
+    # (a terminal's Ctrl-C and a supervisor's SIGTERM often come together) is ignored,
+    # so none can cut the stop short and leave PostgreSQL running. The handler takes
+    # no lock: one that set a threading.Event could run while the main thread held
+    # that Event's lock, and hang the stack for good (seen once). Handlers run only in
+    # the main thread, one at a time, so the flag needs none.
+    if _Stop.requested:
+        return
+    _Stop.requested = True
     raise KeyboardInterrupt
 
 
@@ -415,6 +437,7 @@ def main() -> None:
     # request whose database answer has arrived must not wait the default 5 ms for
     # the interpreter lock while another thread runs.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         info = stack.start()
@@ -423,12 +446,17 @@ def main() -> None:
             endpoint_file.relative_to(ROOT) if endpoint_file.is_relative_to(ROOT) else endpoint_file
         )
         print(client_instructions(info, str(shown)), flush=True)
+        # Not signal.pause(): the kernel may hand a signal to any of the stack's
+        # threads, and then pause() in the main thread, where Python runs handlers,
+        # never returns (seen: a stack that ignored SIGINT and SIGTERM). A short sleep
+        # is cut short by a signal that reaches this thread, and otherwise lets the
+        # handler run within a second.
         while True:
-            signal.pause()
+            time.sleep(IDLE_WAKE_S)
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the stop short
+        _Stop.requested = True  # also after a failed start: nothing interrupts the stop
         print("\n[dev] stopping", flush=True)
         stack.stop()
 

@@ -23,7 +23,14 @@ this service and nothing more:
   domain: ``GET /.well-known/jwks.json``, ``POST /oauth2/token`` (client credentials,
   authorization code with PKCE, refresh) and ``/oauth2/authorize`` (a small sign-in
   page that picks a demo person; ``login_hint`` skips it), from
-  :mod:`memory_local.tokens`.
+  :mod:`memory_local.tokens`;
+- with ``origins`` (``make dev`` sets the loopback names), answers only requests
+  whose ``Host`` and ``Origin`` pass the rules the MCP route's handler applies
+  (:class:`~memory_server.gateway.origins.OriginPolicy`), on every route: the sign-in
+  page, ``login_hint``, the token endpoint, registration, metadata, the admin API.
+  A loopback server is what DNS rebinding reaches, and the user pool's endpoints it
+  stands in for would otherwise hand a rebinding page a person's token. (In AWS the
+  API answers only for its own domain, and Cognito serves the sign-in on its own.)
 """
 
 from __future__ import annotations
@@ -46,7 +53,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlsplit
 
+from memory_server.domain.errors import EdgeError
 from memory_server.domain.limits import AUTHORIZER_CACHE_TTL_S
+from memory_server.gateway.origins import OriginPolicy
 from memory_server.signin.authorizer import TokenAuthorizer
 from memory_server.signin.verify import KeySet
 
@@ -239,6 +248,9 @@ class ApiGateway(StartsAndStops):
     ``max_concurrency`` bounds simultaneous invocations (1 imitates one Lambda
     container for a handler whose per-container state is not thread-safe); by
     default requests run concurrently, as many containers would.
+
+    ``origins``, when given, is checked on every request before anything else (see
+    the module's docstring).
     """
 
     def __init__(
@@ -259,8 +271,10 @@ class ApiGateway(StartsAndStops):
         timeout_s: float = 30.0,
         memory_limit_in_mb: int = 1024,
         max_concurrency: int | None = None,
+        origins: OriginPolicy | None = None,
     ) -> None:
         self.handler = handler
+        self.origins = origins
         self.local_issuer = issuer if isinstance(issuer, LocalIssuer) else None
         if jwks is None:
             if self.local_issuer is None:
@@ -356,6 +370,9 @@ class ApiGateway(StartsAndStops):
             response = _message(413, "Request Entity Too Large")
             response.close = True
             return response
+        refused = self._foreign(request)
+        if refused is not None:
+            return refused
         parts = urlsplit(request.target)
         # HTTP APIs match routes on, and pass, the decoded path.
         path = unquote(parts.path, errors="replace")
@@ -399,6 +416,22 @@ class ApiGateway(StartsAndStops):
             context = outcome.context
         event = self.build_event(request, route, parameters, context, request_id)
         return self._invoke(event)
+
+    def _foreign(self, request: HttpRequest) -> HttpResponse | None:
+        """The 403 for a request from a host name or web origin not allowed here."""
+        if self.origins is None:
+            return None
+        seen = {
+            "headers": {name.lower(): request.header(name) for name, _ in request.headers},
+            "requestContext": {"domainName": f"{self.host}:{self.port}"},
+        }
+        try:
+            self.origins.check(seen)
+        except EdgeError as refused:
+            response = _json_response(refused.status, refused.body or {"error": refused.code})
+            response.note = refused.code
+            return response
+        return None
 
     def _authorize(self, event: dict[str, Any], context: Any) -> Any:
         """The Lambda authorizer's handler (set on ``start`` unless one was given)."""

@@ -28,6 +28,8 @@ import psycopg
 
 SUPERUSER = "postgres"
 RUN_AS = "nobody"
+OWNER_FILE = "owner.pid"  # the process that started the server, beside the data folder
+STALE_STOP_TIMEOUT_S = 30.0
 
 
 class EmbeddedPostgresError(RuntimeError):
@@ -57,6 +59,37 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _parent_and_state(pid: int) -> tuple[int, str] | None:
+    """``(parent pid, state letter)`` of a process, or None when there is none."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[0]
+
+
+def _alive(pid: int) -> bool:
+    found = _parent_and_state(pid)
+    return found is not None and found[1] != "Z"
+
+
+def running_postmaster(data_dir: Path) -> int | None:
+    """The postmaster that ``data_dir/postmaster.pid`` names, when that process is
+    alive and is ``postgres -D data_dir`` (not a stale file, nor a reused pid)."""
+    try:
+        pid = int((data_dir / "postmaster.pid").read_text().split()[0])
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    args = [os.fsdecode(arg) for arg in argv]
+    if not args or Path(args[0]).name != "postgres" or not _alive(pid):
+        return None
+    named = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-D"]
+    if not any(Path(d).resolve() == data_dir.resolve() for d in named):
+        return None
+    return pid
+
+
 @dataclass
 class EmbeddedPostgres:
     """A server whose files live under ``root`` (``root/data`` is the cluster)."""
@@ -68,6 +101,8 @@ class EmbeddedPostgres:
     # may lose the last fraction of a second of commits). make dev's opt-in.
     synchronous_commit: bool = True
     process: subprocess.Popen[bytes] | None = None
+    # The pid of a server left running on this data folder that ``start`` stopped.
+    stopped_stale: int | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -134,6 +169,7 @@ class EmbeddedPostgres:
     def start(self, timeout: float = 30.0) -> str:
         """Start the server (initialising it first if needed); returns the admin URL."""
         self.init()
+        self._stop_stale_postmaster()
         if self.port == 0:
             self.port = free_port()
         settings = {
@@ -159,6 +195,7 @@ class EmbeddedPostgres:
             start_new_session=True,
             **self._user_kwargs(),
         )
+        (self.root / OWNER_FILE).write_text(f"{os.getpid()}\n")
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
@@ -172,6 +209,32 @@ class EmbeddedPostgres:
                     self.stop()
                     raise EmbeddedPostgresError("PostgreSQL did not accept connections") from None
                 time.sleep(0.1)
+
+    def _stop_stale_postmaster(self) -> None:
+        """Stop a server still running on this data folder whose starter is gone (a
+        ``make dev`` killed before it could stop it): otherwise this start fails. One
+        whose starter still runs it is in use, and is left alone."""
+        pid = running_postmaster(self.data_dir)
+        if pid is None:
+            return
+        try:
+            owner = int((self.root / OWNER_FILE).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            owner = None
+        found = _parent_and_state(pid)
+        if owner is not None and found is not None and found[0] == owner:
+            raise EmbeddedPostgresError(
+                f"PostgreSQL on {self.data_dir} is in use by process {owner}: stop that first"
+            )
+        os.kill(pid, signal.SIGINT)  # fast shutdown: sessions end, data stays consistent
+        deadline = time.monotonic() + STALE_STOP_TIMEOUT_S
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                raise EmbeddedPostgresError(
+                    f"PostgreSQL left running on {self.data_dir} (pid {pid}) did not stop"
+                )
+            time.sleep(0.05)
+        self.stopped_stale = pid
 
     def stop(self) -> None:
         """Fast shutdown of the server this object started."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -29,8 +30,11 @@ def api_event(
     with the Lambda authorizer's context for ``sub`` and ``scopes`` (none for ``sub``
     None; a client-credentials token's ``client_id`` is its ``sub``); a ``body`` that
     is not a string is sent as JSON."""
+    expires_at = int(time.time()) + 3600  # the token's exp: an hour ahead
     authorizer = (
-        {"lambda": authorizer_context(sub, client_id, list(scopes))} if sub is not None else None
+        {"lambda": authorizer_context(sub, client_id, list(scopes), expires_at=expires_at)}
+        if sub is not None
+        else None
     )
     return {
         "version": "2.0",

@@ -6,9 +6,11 @@ keyed on the token and route, not the workspace, so this check is the one that h
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, MCP_SCOPES
+from memory_server.domain.limits import TOKEN_LEEWAY_S
 
 from tests.endpoint.conftest import event, metadata_event
 
@@ -78,3 +80,45 @@ def test_the_admin_api_takes_its_workspaces_mcp_resource(service, world) -> None
     elsewhere = bound(globex.slug, alice.subject, own, path=f"/w/{globex.slug}/admin/members")
     elsewhere["requestContext"]["http"]["method"] = "GET"
     assert service.invoke(elsewhere)["statusCode"] == 401
+
+
+def test_an_expired_token_is_refused_whatever_the_authorizer_cached(service, world) -> None:  # type: ignore[no-untyped-def]
+    """API Gateway hands the handler a cached allow for up to 300 s, maybe past the
+    token's ``exp``: the handler refuses it then, with the authorizer's clock-skew
+    allowance, on the MCP route and the admin API alike."""
+    acme = world.workspace()
+    alice = acme.person("alice")
+
+    def with_exp(exp: object, path: str | None = None) -> dict[str, Any]:
+        request = event(
+            acme.slug,
+            sub=alice.subject,
+            scopes=ALL,
+            body=TOOLS_LIST,
+            headers={"mcp-protocol-version": "2025-11-25"},
+            path=path,
+        )
+        verified = request["requestContext"]["authorizer"]["lambda"]
+        if exp is None:
+            del verified["exp"]
+        else:
+            verified["exp"] = str(exp)
+        if path is not None:
+            request["requestContext"]["http"]["method"] = "GET"
+        return request
+
+    now = int(time.time())
+    assert service.invoke(with_exp(now + 60))["statusCode"] == 200
+    assert service.invoke(with_exp(now - TOKEN_LEEWAY_S + 5))["statusCode"] == 200  # skew
+    fresh_refusal = service.invoke(event(acme.slug, sub=None, scopes=[], body=TOOLS_LIST))
+    for exp in (now - TOKEN_LEEWAY_S - 1, now - 3600, None, "soon"):
+        refused = service.invoke(with_exp(exp))
+        assert refused["statusCode"] == 401, exp
+        # The answer any token the handler cannot use gets: the same challenge.
+        assert (
+            refused["headers"]["www-authenticate"] == (fresh_refusal["headers"]["www-authenticate"])
+        )
+        assert refused["body"] == fresh_refusal["body"]
+    admin = f"/w/{acme.slug}/admin/members"
+    assert service.invoke(with_exp(now + 60, admin))["statusCode"] == 200
+    assert service.invoke(with_exp(now - 3600, admin))["statusCode"] == 401

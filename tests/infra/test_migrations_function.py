@@ -30,6 +30,8 @@ import pytest
 from memory_server.data import migrate
 from memory_server.data.provision import with_role
 from memory_server.domain.grants import sorted_grants
+from memory_server.edge import aws_config
+from psycopg.conninfo import conninfo_to_dict
 
 from tests.conftest import ROOT, Cluster
 from tests.infra.conftest import load_function
@@ -488,3 +490,193 @@ def test_first_run_and_rerun_with_a_non_superuser_master(
         assert runtime_conn.execute(
             "SELECT has_schema_privilege('memory', 'CREATE')"
         ).fetchone() == (False,)
+
+
+# -- TLS to the cluster ----------------------------------------------------------------
+
+
+@dataclass
+class Impostor:
+    """A server on loopback that speaks PostgreSQL's TLS opening with a certificate of
+    its own CA (for ``localhost`` only), then asks for the password in clear text and
+    records what it is told: what a network attacker answering for the cluster sees."""
+
+    port: int
+    ca_file: Path
+    handshakes: int = 0
+    passwords: list[str] = field(default_factory=list)
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("impostor CA"))
+        .issuer_name(name("impostor CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("localhost"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture
+def impostor(tmp_path: Path) -> Iterator[Impostor]:
+    import socket
+    import socketserver
+    import ssl
+    import struct
+
+    ca_file, cert_file, key_file = _self_signed(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    state = Impostor(0, ca_file)
+
+    def read(sock: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            sock: socket.socket = self.request
+            try:
+                while True:  # SSLRequest (80877103); GSSENCRequest (80877104) gets "N"
+                    length, code = struct.unpack("!ii", read(sock, 8))
+                    if code == 80877104:
+                        sock.sendall(b"N")
+                        continue
+                    assert (length, code) == (8, 80877103)
+                    sock.sendall(b"S")
+                    break
+                conn = tls.wrap_socket(sock, server_side=True)
+                state.handshakes += 1
+                (length,) = struct.unpack("!i", read(conn, 4))
+                read(conn, length - 4)  # the startup message: user, database
+                conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # cleartext password, please
+                kind, length = struct.unpack("!ci", read(conn, 5))
+                assert kind == b"p"
+                state.passwords.append(read(conn, length - 4).rstrip(b"\0").decode())
+                error = b"SFATAL\0C28P01\0Mnot the cluster\0\0"
+                conn.sendall(b"E" + struct.pack("!i", len(error) + 4) + error)
+            except (ConnectionError, ssl.SSLError, OSError):
+                pass  # the client gave up, as it should when the certificate is wrong
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def aws_env(host: str, port: int, **extra: str) -> dict[str, str]:
+    return {
+        "MASTER_SECRET_ARN": "arn:master",
+        "DB_HOST": host,
+        "DB_PORT": str(port),
+        "DB_NAME": "memory",
+        "OWNER_SECRET_ARN": "arn:owner",
+        "RUNTIME_SECRET_ARN": "arn:runtime",
+        "AUDITOR_SECRET_ARN": "arn:auditor",
+        **extra,
+    }
+
+
+def master_secrets() -> FakeSecrets:
+    fake = role_secrets({"owner": "o-pw", "runtime": "r-pw", "auditor": "a-pw"})
+    fake.values["arn:master"] = {"username": "master", "password": "the-master-password"}
+    return fake
+
+
+def test_the_master_password_goes_only_to_a_cluster_whose_certificate_verifies(
+    impostor: Impostor, catcher: ResponseCatcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server answering for the cluster with a certificate that does not chain to the
+    Amazon RDS roots gets no password: the custom resource fails instead. The same
+    server trusted as a root (the positive control) is sent the password, so the
+    refusal was the certificate check; under another name it is refused again (the
+    host is checked, verify-full)."""
+    config = app.load_config(aws_env("localhost", impostor.port), master_secrets())
+    params = conninfo_to_dict(config.admin_conninfo)
+    assert params["sslmode"] == "verify-full"
+    assert params["sslrootcert"] == aws_config.cluster_root_certificates()
+    assert conninfo_to_dict(config.owner_conninfo)["sslrootcert"] == params["sslrootcert"]
+    bundle = Path(aws_config.cluster_root_certificates()).read_text()
+    assert bundle.count("-----BEGIN CERTIFICATE-----") >= 3 * 20  # three roots per Region
+    assert "# Amazon RDS us-east-1 Root CA RSA2048 G1" in bundle
+
+    def run(host: str, remaining_ms: int = 60_000) -> dict[str, Any]:
+        started = time.monotonic()
+        app.handle_custom_resource(
+            cfn_event(catcher, "Create"),
+            LambdaContext(remaining_ms=remaining_ms),
+            env=aws_env(host, impostor.port),
+            secrets=master_secrets(),
+        )
+        (response,) = catcher.take()
+        if "certificate" in response["Reason"]:  # final: not retried until the deadline
+            assert time.monotonic() - started < 5
+        return response
+
+    refused = run("localhost")
+    assert refused["Status"] == "FAILED" and "certificate verify failed" in refused["Reason"]
+    assert impostor.passwords == []
+
+    monkeypatch.setattr(aws_config, "cluster_root_certificates", lambda: str(impostor.ca_file))
+    wrong_name = run("127.0.0.1")
+    assert wrong_name["Status"] == "FAILED" and "does not match host name" in wrong_name["Reason"]
+    assert impostor.passwords == []
+
+    trusted = run("localhost", remaining_ms=12_000)  # a refused login is retried: no time
+    assert trusted["Status"] == "FAILED" and "not the cluster" in trusted["Reason"]
+    assert impostor.passwords == ["the-master-password"]
+
+
+def test_the_cluster_connection_refuses_anything_weaker_than_verify_full() -> None:
+    for weak in ("disable", "allow", "prefer", "require", "verify-ca"):
+        with pytest.raises(aws_config.ConfigurationError, match="verify-full"):
+            app.load_config(aws_env("db.example", 5432, DB_SSLMODE=weak), master_secrets())
+    said = app.load_config(aws_env("db.example", 5432, DB_SSLMODE="verify-full"), master_secrets())
+    assert conninfo_to_dict(said.admin_conninfo)["sslmode"] == "verify-full"

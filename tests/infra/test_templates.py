@@ -378,6 +378,15 @@ def test_mcp_environment_is_what_the_runtime_reads(transformed: dict[str, Any]) 
         assert url["Fn::Sub"][0].endswith("?sslmode=verify-full")
 
 
+def test_the_migration_function_verifies_the_cluster(transformed: dict[str, Any]) -> None:
+    """It sends the master password and sets the roles' passwords: only over TLS that
+    checks the cluster's certificate and name (the code refuses anything weaker, and
+    adds the RDS roots: tests/infra/test_migrations_function.py)."""
+    env = transformed["Resources"]["MigrationFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["DB_SSLMODE"] == "verify-full"
+    assert "DATABASE_ADMIN_URL" not in env  # the local/test form, which carries no TLS rule
+
+
 def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
     """Unauthenticated metadata and sign-in requests, admin calls and MCP calls do not
     share one bucket: each route is throttled on its own, and none is left to the

@@ -135,6 +135,87 @@ def test_a_change_after_the_erasure_is_refused_and_leaves_nothing(world, store, 
     )
 
 
+def _waiting_on_a_lock(admin_url: str, role: str) -> bool:
+    """Whether a backend of ``role`` waits for a lock (the cluster's administrator sees
+    every backend's wait)."""
+    with psycopg.connect(admin_url) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND wait_event_type = 'Lock'",
+            (role,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_the_membership_lock_is_a_row_lock_erasure_and_removal_wait_for(  # type: ignore[no-untyped-def]
+    world, store, owner, cluster
+) -> None:
+    """The lock every change takes on its membership row (FOR KEY SHARE, not an
+    advisory lock RDS Proxy would pin a connection on): a change that starts while
+    erasure holds the person's rows waits, then is refused; removing the member
+    waits for a change in flight; changing its grants does not."""
+    ws = world.workspace()
+    gail = ws.person(f"gail-{uuid.uuid4().hex[:6]}")
+    caller = ws.caller(gail)
+    address = parse_path_address("memory://me/notes/during.md")
+
+    def write(outcome: dict[str, Any], hold: threading.Event | None = None) -> None:
+        try:
+            with store.db.write(caller, Deadline.after(20)) as tx:
+                outcome["row"] = records.create(
+                    tx,
+                    caller,
+                    address,
+                    context_key="workspace",
+                    content=Content("during.md", "x", None),
+                    operation="create",
+                ).get()
+                if hold is not None:
+                    outcome["in_flight"] = True
+                    hold.wait(10)
+        except ToolError as error:
+            outcome["error"] = error
+
+    # A change in flight: a grant change goes ahead, removing the member waits.
+    release, outcome = threading.Event(), {}
+    writer = threading.Thread(target=write, args=(outcome, release))
+    writer.start()
+    give_up = time.monotonic() + 10
+    while "in_flight" not in outcome and writer.is_alive() and time.monotonic() < give_up:
+        time.sleep(0.01)
+    assert outcome.get("in_flight"), outcome
+    with psycopg.connect(cluster.owner_url) as other:
+        other.execute("SET lock_timeout = '500ms'")
+        other.execute(
+            "UPDATE memory.memberships SET grants = grants WHERE principal_id = %s", (gail.id,)
+        )
+        other.commit()
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            other.execute("DELETE FROM memory.memberships WHERE principal_id = %s", (gail.id,))
+        other.rollback()
+    release.set()
+    writer.join(10)
+    assert "error" not in outcome
+
+    # Erasure holds the person's rows: a change that starts now waits, then is refused.
+    with psycopg.connect(cluster.owner_url) as eraser:
+        from memory_server.data import operators as operator_data
+
+        operator_data.lock_person(eraser, gail.id)
+        eraser.execute("DELETE FROM memory.memberships WHERE principal_id = %s", (gail.id,))
+        late: dict[str, Any] = {}
+        writer = threading.Thread(target=write, args=(late,))
+        writer.start()
+        give_up = time.monotonic() + 10
+        while not _waiting_on_a_lock(cluster.admin_url, "memory_runtime"):
+            assert writer.is_alive(), f"the change did not wait for the erasure: {late}"
+            assert time.monotonic() < give_up, "the change is not waiting for a lock"
+            time.sleep(0.01)
+        eraser.commit()
+    writer.join(10)
+    assert isinstance(late.get("error"), ToolError) and late["error"].code == "permission_denied"
+    assert "row" not in late
+
+
 # -- 6. caller resolution: revoked and foreign keys, under a deadline ------------------------
 
 

@@ -94,6 +94,7 @@ def test_event_shape(
             "client_id": local_aws.provisioned.people_client_id,
             "scope": "memory/read memory/write.personal",
             "token_use": "access",
+            "exp": str(jwt.decode(alice_token, options={"verify_signature": False})["exp"]),
         }
     }
 

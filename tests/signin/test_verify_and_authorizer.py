@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jwt
 import pytest
 from memory_local.tokens import LocalIssuer
 from memory_server.domain.errors import KeySetUnavailable, TokenRefused
@@ -115,6 +116,7 @@ def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
         sub="person-1", client_id="client-1", scopes=["memory/read", "openid"], username="p"
     )
     decision = authorizer.authorize(authorizer_event(token))
+    exp = jwt.decode(token, options={"verify_signature": False})["exp"]
     assert decision == {
         "isAuthorized": True,
         "context": {
@@ -122,17 +124,20 @@ def test_allowed_requests_carry_exactly_the_context_the_handler_reads(
             "client_id": "client-1",
             "scope": "memory/read openid",
             "token_use": "access",
+            # The cached decision may outlive the token: the handler checks exp.
+            "exp": str(exp),
         },
     }
     integration = {"requestContext": {"authorizer": {"lambda": decision["context"]}}}
     identity = token_identity(integration)
     assert identity is not None
-    assert (identity.subject, identity.scopes, identity.client_id, identity.audiences) == (
-        "person-1",
-        ["memory/read", "openid"],
-        "client-1",
-        (),
-    )
+    assert (
+        identity.subject,
+        identity.scopes,
+        identity.client_id,
+        identity.audiences,
+        identity.expires_at,
+    ) == ("person-1", ["memory/read", "openid"], "client-1", (), exp)
 
 
 def test_route_scope_decides_allow_or_deny(issuer: LocalIssuer) -> None:
@@ -174,21 +179,26 @@ def test_invalid_tokens_fail_with_exactly_unauthorized(issuer: LocalIssuer) -> N
 
 
 def test_authorizer_context_shape() -> None:
-    assert authorizer_context("s", "c", ["a", "b"], ("https://r",)) == {
+    assert authorizer_context("s", "c", ["a", "b"], ("https://r",), expires_at=1_900_000_000) == {
         "sub": "s",
         "client_id": "c",
         "scope": "a b",
         "token_use": "access",
+        "exp": "1900000000",
         "aud": "https://r",
     }
-    # The handler refuses a context without a subject, or for another token use.
-    assert token_identity({"requestContext": {"authorizer": {"lambda": {"scope": "x"}}}}) is None
-    assert (
-        token_identity(
-            {"requestContext": {"authorizer": {"lambda": {"sub": "s", "token_use": "id"}}}}
-        )
-        is None
-    )
+
+    def lambda_context(**values: str) -> dict[str, object]:
+        return {"requestContext": {"authorizer": {"lambda": values}}}
+
+    # The handler refuses a context without a subject, for another token use, or that
+    # does not say when the token expires.
+    assert token_identity(lambda_context(scope="x", exp="1900000000")) is None
+    assert token_identity(lambda_context(sub="s", token_use="id", exp="1900000000")) is None
+    assert token_identity(lambda_context(sub="s")) is None
+    assert token_identity(lambda_context(sub="s", exp="tomorrow")) is None
+    found = token_identity(lambda_context(sub="s", exp="1900000000"))
+    assert found is not None and found.expires_at == 1_900_000_000
     # The old JWT authorizer's shape is not read any more.
     jwt_shaped = {"requestContext": {"authorizer": {"jwt": {"claims": {"sub": "s"}}}}}
     assert token_identity(jwt_shaped) is None

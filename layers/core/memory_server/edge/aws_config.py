@@ -56,6 +56,12 @@ def proxy_root_certificates() -> str:
     return str(files(__package__) / "certs" / "amazon-root-ca.pem")
 
 
+def cluster_root_certificates() -> str:
+    """The path of the shipped CA file for a direct connection to an Aurora or RDS
+    cluster (the Amazon RDS roots of every Region, from AWS's global bundle)."""
+    return str(files(__package__) / "certs" / "rds-global-bundle.pem")
+
+
 class ConfigurationError(RuntimeError):
     pass
 

@@ -10,7 +10,8 @@ and nothing about a workspace is said before the caller proved who it is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from memory_server.domain.errors import (
     unauthenticated,
 )
 from memory_server.domain.grants import SCOPE_GRANTS
+from memory_server.domain.limits import TOKEN_LEEWAY_S
 from memory_server.gateway.events import (
     SLUG,
     TokenIdentity,
@@ -59,6 +61,7 @@ class Authenticator:
     public_base_url: str | None = None  # how clients name this service (RFC 8707 resources)
     # Origin (and, locally, Host) validation against DNS rebinding, for every route.
     origins: OriginPolicy = field(default_factory=OriginPolicy)
+    clock: Callable[[], float] = time.time  # wall clock, as a token's exp is
 
     def authenticate(
         self, event: Mapping[str, Any], workspace: str, gate: Gate, deadline: Deadline
@@ -100,6 +103,11 @@ class Authenticator:
         all that an invitee, not yet a member, passes before accepting."""
         identity = token_identity(event)
         if identity is None:
+            raise unauthenticated(gate.challenge_scope)
+        # API Gateway reuses the authorizer's decision for a token for minutes, past
+        # the token's expiry: with the same clock-skew allowance the authorizer gives,
+        # an expired token stops here.
+        if identity.expires_at + TOKEN_LEEWAY_S <= self.clock():
             raise unauthenticated(gate.challenge_scope)
         # A token bound to resources (RFC 8707: Cognito puts the requested resource in
         # ``aud``) is good only at those. The authorizer checks it too, but its cached

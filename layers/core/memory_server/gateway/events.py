@@ -23,24 +23,33 @@ class TokenIdentity:
     client_id: str | None = None
     # RFC 8707: the resources the token is bound to (its ``aud``); empty when unbound.
     audiences: tuple[str, ...] = ()
+    # The token's ``exp`` (seconds since the epoch): the authorizer's decision may be
+    # reused from its cache after it.
+    expires_at: int = 0
 
 
 def token_identity(event: Mapping[str, Any]) -> TokenIdentity | None:
     """Identity only from ``requestContext.authorizer.lambda``: the context the Lambda
     authorizer (:mod:`memory_server.signin.authorizer`) returned after verifying the token.
 
-    ``None`` when there is no verified access token. The context's values are strings:
-    ``scope`` and ``aud`` are space-separated lists.
+    ``None`` when there is no verified access token, or the context does not say when
+    it expires. The context's values are strings: ``scope`` and ``aud`` are
+    space-separated lists, ``exp`` an integer.
     """
     verified = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
     subject = verified.get("sub")
     if not subject or verified.get("token_use", "access") != "access":
+        return None
+    try:
+        expires_at = int(str(verified.get("exp")))
+    except ValueError:
         return None
     return TokenIdentity(
         str(subject),
         str(verified.get("scope") or "").split(),
         str(verified["client_id"]) if verified.get("client_id") else None,
         tuple(str(verified.get("aud") or "").split()),
+        expires_at,
     )
 
 

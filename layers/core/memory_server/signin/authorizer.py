@@ -13,12 +13,13 @@ and answers the client itself from what it returns:
   false, API Gateway answers 403 ``{"message":"Forbidden"}``;
 - otherwise ``isAuthorized`` true with the context the handler reads
   (:func:`~memory_server.gateway.events.token_identity`): ``sub``, ``client_id``,
-  ``scope``, ``token_use`` and, for a bound token, ``aud``.
+  ``scope``, ``token_use``, ``exp`` and, for a bound token, ``aud``.
 
 It accepts tokens of every app client of the pool (people's clients, agent keys,
 self-registered MCP clients): there is no client list to keep. Whether the caller is
 a member of the workspace, and whether an agent key is revoked, is decided by the
-handler's database check on every request, so neither waits for the cache.
+handler's database check on every request, so neither waits for the cache; nor does
+the token's expiry, which the handler checks against ``exp`` on every request.
 
 It makes no AWS call and imports no AWS SDK (cold start: PyJWT and the key set fetch
 only); the MCP function records registered clients' use (``registry.UsageRecorder``).
@@ -51,10 +52,25 @@ ENVIRONMENT = ("AUTH_ISSUER", "PUBLIC_BASE_URL")
 
 
 def authorizer_context(
-    sub: str, client_id: str, scopes: list[str] | tuple[str, ...], audiences: tuple[str, ...] = ()
+    sub: str,
+    client_id: str,
+    scopes: list[str] | tuple[str, ...],
+    audiences: tuple[str, ...] = (),
+    *,
+    expires_at: int,
 ) -> dict[str, str]:
-    """The context an allowed request carries to the handler (all values strings)."""
-    context = {"sub": sub, "client_id": client_id, "scope": " ".join(scopes), "token_use": "access"}
+    """The context an allowed request carries to the handler (all values strings).
+
+    ``exp`` goes with it because API Gateway reuses this decision for as long as it
+    caches it, which may outlive the token: the handler refuses an expired one.
+    """
+    context = {
+        "sub": sub,
+        "client_id": client_id,
+        "scope": " ".join(scopes),
+        "token_use": "access",
+        "exp": str(expires_at),
+    }
     if audiences:
         context["aud"] = " ".join(audiences)
     return context
@@ -100,7 +116,9 @@ class TokenAuthorizer:
             return {"isAuthorized": False}
         return {
             "isAuthorized": True,
-            "context": authorizer_context(claims["sub"], claims["client_id"], scopes, audiences),
+            "context": authorizer_context(
+                claims["sub"], claims["client_id"], scopes, audiences, expires_at=int(claims["exp"])
+            ),
         }
 
 

@@ -1,3 +1,4 @@
 -- Erasure waits for the person's changes in flight and keeps new ones out until it
--- commits (the lock every change takes shared: memory.lock_membership, infra/schema/20_caller.sql).
-SELECT pg_advisory_xact_lock(memory.principal_lock_key(%(principal_id)s))
+-- commits: every membership row of the person, locked for update (each change holds
+-- its own row FOR KEY SHARE: memory.lock_membership, infra/schema/20_caller.sql).
+SELECT 1 FROM memory.memberships WHERE principal_id = %(principal_id)s FOR UPDATE
