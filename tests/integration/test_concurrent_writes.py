@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from memory_server.domain.errors import ToolError
+from memory_server.operations.audit_events import purge_expired
 
 pytestmark = pytest.mark.slow  # threads racing on real transactions
 
@@ -235,8 +239,6 @@ def test_search_statistics_stay_exact_under_concurrent_changes(world, cluster) -
     the statistics equal a recount of the records."""
     import random
 
-    import psycopg
-
     from tests.integration.test_search import recount_differences
 
     ws = world.workspace()
@@ -272,3 +274,108 @@ def test_search_statistics_stay_exact_under_concurrent_changes(world, cluster) -
     assert outcomes == [12] * 16, [o for o in outcomes if not isinstance(o, int)]
     with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
         assert recount_differences(admin) == []
+
+
+# -- expiry and corrections under concurrency ---------------------------------------------
+
+
+def db_clock(conn) -> datetime:  # type: ignore[no-untyped-def]
+    """The database's wall clock (expiry is compared with it, not with ours)."""
+    return conn.execute("SELECT clock_timestamp()").fetchone()[0]
+
+
+def wait_for(condition, what: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``condition`` until it holds (never a fixed sleep standing in for it)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def lock_waiters(conn) -> int:  # type: ignore[no-untyped-def]
+    """Lock requests not granted yet on the session's server (the request held back)."""
+    return conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0]
+
+
+def purge(cluster) -> int:  # type: ignore[no-untyped-def]
+    """One run of the sweeper's purge, as the sweeper's role."""
+    with psycopg.connect(cluster.auditor_url, autocommit=True) as auditor:
+        return purge_expired(auditor)
+
+
+def outbox_rows(owner, record_id: str) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    return owner.execute(
+        "SELECT revision, operation FROM memory.audit_outbox WHERE memory_id = %s"
+        " ORDER BY revision",
+        (record_id,),
+    ).fetchall()
+
+
+# A change held back on the record's row lock from before the record's expiry until
+# after it: each is what a client may send at the revision it read.
+HELD_CHANGES = {
+    "replace keeping the expiry": ("write", {"content": "mine", "expected_revision": 1}),
+    "replace removing the expiry": (
+        "write",
+        {"content": "mine", "expected_revision": 1, "expires_at": None},
+    ),
+    "replace extending the expiry": (
+        "write",
+        {"content": "mine", "expected_revision": 1, "expires_at": "2035-01-01T00:00:00Z"},
+    ),
+    "delete": ("delete", {"expected_revision": 1}),
+    "move": ("move", {"new_uri": "memory://workspace/notes/moved.md", "expected_revision": 1}),
+}
+
+
+@pytest.mark.parametrize("change", list(HELD_CHANGES))
+def test_a_change_held_back_past_the_expiry_changes_nothing(
+    world, owner, cluster, change: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The change finds the record live (its transaction began before the expiry),
+    then waits for the row another transaction holds until after the expiry; a reader
+    meanwhile gets not_found and the sweeper's purge passes the locked row by. Once
+    the row is free the change must find the record expired: it answers not_found
+    and writes nothing, rather than committing a revision to a record every reader
+    already saw gone (or bringing it back, with its history, by removing the expiry).
+    The sweeper then purges it: one tombstone, one audit row per revision."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    uri = "memory://workspace/notes/fading.md"
+    expiry = db_clock(owner) + timedelta(seconds=1.5)
+    made = agent.write(uri=uri, content="v1", expected_revision=0, expires_at=expiry.isoformat())
+    tool, arguments = HELD_CHANGES[change]
+    outcome: list[Any] = []
+    with psycopg.connect(cluster.owner_url) as holder:
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM memory.memories WHERE id = %s FOR UPDATE", (made["id"],))
+            waiting = threading.Thread(
+                target=lambda: outcome.extend(
+                    race(1, lambda _: getattr(agent, tool)(uri=uri, **arguments))
+                )
+            )
+            waiting.start()
+            wait_for(lambda: lock_waiters(owner) == 1, "the change to wait for the row")
+            assert db_clock(owner) < expiry, "the change must have begun before the expiry"
+            wait_for(lambda: db_clock(owner) > expiry, "the expiry")
+            with pytest.raises(ToolError) as gone:
+                agent.read(uri=uri)
+            assert gone.value.code == "not_found"
+            purge(cluster)  # passes by the row it cannot lock
+            assert history(owner, made["id"]) == [(1, "create")]
+        waiting.join(10)
+    (answer,) = outcome
+    assert isinstance(answer, ToolError) and answer.code == "not_found", answer
+    for address in (uri, f"memory://record/{made['id']}"):
+        with pytest.raises(ToolError) as still_gone:
+            agent.read(uri=address)
+        assert still_gone.value.code == "not_found"
+    assert history(owner, made["id"]) == [(1, "create")]
+    purge(cluster)
+    assert history(owner, made["id"]) == [(1, "create"), (2, "expire")]
+    assert outbox_rows(owner, made["id"]) == [(1, "create"), (2, "expire")]
+    bodies = owner.execute(
+        "SELECT count(*) FROM memory.revisions WHERE memory_id = %s AND body IS NOT NULL",
+        (made["id"],),
+    ).fetchone()
+    assert bodies == (0,)

@@ -109,7 +109,21 @@ def test_schema_files_change_no_table() -> None:
 # Where a database built from infra/ deliberately differs from catalog.json, and why:
 # empty once the catalog is recorded again (tests/integration/schema_catalog.py) after
 # a reviewed change to the schema. Parallel work lists its differences here until then.
-DELIBERATE: dict[str, str] = {}
+DELIBERATE: dict[str, str] = {
+    "functions admin_context_usage(): differs in body": (
+        "the admin API's usage counts leave expired records out"
+    ),
+    "functions change_record(uuid,integer,uuid,uuid[],text[],text,text,text,text,uuid,text,"
+    "text,text,text,timestamp with time zone,boolean,boolean): differs in body": (
+        "locks the row first and judges the expiry by the clock under the lock (held_live)"
+    ),
+    "functions delete_record(uuid,integer,uuid,uuid[],text[],uuid,text,text): differs in body": (
+        "locks the row first and judges the expiry by the clock under the lock (held_live)"
+    ),
+    "functions held_live(timestamp with time zone): not in the recorded catalog": (
+        "the expiry predicate at this instant, for a change holding the row lock"
+    ),
+}
 
 
 def recorded_catalog() -> Catalog:
