@@ -379,3 +379,106 @@ def test_a_change_held_back_past_the_expiry_changes_nothing(
         (made["id"],),
     ).fetchone()
     assert bodies == (0,)
+
+
+def test_a_remember_held_back_past_the_expiry_keeps_its_fact_in_a_new_record(
+    world, owner, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    """A correction that locked nothing yet when the record expired: it must not land
+    in the expired record (acknowledged, yet in nobody's view: a lost fact). The
+    record is gone from its expiry on, its path free, so the fact starts a new record;
+    the old one is purged with its one tombstone."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    uri = "memory://me/memories/profile.md"
+    expiry = db_clock(owner) + timedelta(seconds=1.5)
+    old = agent.remember(
+        uri=uri, fact="name is Alice", idempotency_key="seed-0001", expires_at=expiry.isoformat()
+    )
+    outcome: list[Any] = []
+    with psycopg.connect(cluster.owner_url) as holder:
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM memory.memories WHERE id = %s FOR UPDATE", (old["id"],))
+            waiting = threading.Thread(
+                target=lambda: outcome.extend(
+                    race(
+                        1,
+                        lambda _: agent.remember(
+                            uri=uri,
+                            fact="name is Bob",
+                            supersedes="name is Alice",
+                            idempotency_key="fix-0001",
+                        ),
+                    )
+                )
+            )
+            waiting.start()
+            wait_for(lambda: lock_waiters(owner) == 1, "the remember to wait for the row")
+            assert db_clock(owner) < expiry, "the remember must have begun before the expiry"
+            wait_for(lambda: db_clock(owner) > expiry, "the expiry")
+        waiting.join(10)
+    (answer,) = outcome
+    assert isinstance(answer, dict), answer
+    assert answer["id"] != old["id"]
+    assert (answer["revision"], answer["merged"], answer["superseded"]) == (1, True, False)
+    assert agent.read(uri=uri)["content"] == "- name is Bob\n"
+    assert history(owner, old["id"]) == [(1, "merge"), (2, "expire")]
+    assert outbox_rows(owner, old["id"]) == [(1, "merge"), (2, "expire")]
+    assert history(owner, answer["id"]) == [(1, "merge")]
+    again = agent.remember(
+        uri=uri, fact="name is Bob", supersedes="name is Alice", idempotency_key="fix-0001"
+    )
+    assert again == {**answer, "replayed": True}
+
+
+# Four corrections and facts sent at once to a record that says "name is Alice" and
+# "likes tea", each with its own key: two supersede the same line, one states one of
+# the new facts plainly, one adds another fact.
+RACING_FACTS = (
+    {"fact": "name is Bob", "supersedes": "name is Alice"},
+    {"fact": "name is Carol", "supersedes": "name is Alice"},
+    {"fact": "name is Bob"},
+    {"fact": "likes coffee"},
+)
+
+
+def test_a_supersede_racing_remembers_keeps_every_fact_once(world, owner) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the order: the old line goes exactly once (one result says
+    superseded), every new fact is there once, nothing is duplicated, the revisions
+    run on without a gap, one per merged result, with one outbox row each; a retry
+    of each call replays its result."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    for round_ in range(8):
+        uri = f"memory://me/memories/round-{round_}.md"
+        first = agent.remember(uri=uri, fact="name is Alice", idempotency_key=f"a-{round_:06d}")
+        agent.remember(uri=uri, fact="likes tea", idempotency_key=f"t-{round_:06d}")
+        calls = [
+            {"uri": uri, "idempotency_key": f"r{round_}-{i:06d}", **facts}
+            for i, facts in enumerate(RACING_FACTS)
+        ]
+        outcomes = race(len(calls), lambda i, calls=calls: agent.remember(**calls[i]))
+        assert all(isinstance(o, dict) for o in outcomes), outcomes
+        lines = agent.read(uri=uri)["content"].splitlines()
+        assert sorted(lines) == sorted(
+            ["- likes tea", "- name is Bob", "- name is Carol", "- likes coffee"]
+        ), (round_, lines)
+        assert sum(o["superseded"] for o in outcomes) == 1, outcomes
+        merged = sorted(o["revision"] for o in outcomes if o["merged"])
+        assert merged == list(range(3, 3 + len(merged))), outcomes
+        operations = history(owner, first["id"])
+        by_revision = sorted((o for o in outcomes if o["merged"]), key=lambda o: o["revision"])
+        assert operations == [
+            (1, "merge"),
+            (2, "merge"),
+            *((o["revision"], "supersede" if o["superseded"] else "merge") for o in by_revision),
+        ], operations
+        assert outbox_rows(owner, first["id"]) == operations
+        bodies = owner.execute(
+            "SELECT body FROM memory.revisions WHERE memory_id = %s", (first["id"],)
+        ).fetchall()
+        for (body,) in bodies:
+            assert len(body.splitlines()) == len(set(body.splitlines())), body
+        for call, outcome in zip(calls, outcomes, strict=True):
+            assert agent.remember(**call) == {**outcome, "replayed": True}
+        assert history(owner, first["id"]) == operations
