@@ -70,7 +70,7 @@ class ReadArgs(_Args):
     max_bytes: int = Field(limits.READ_DEFAULT_BYTES, ge=1, le=limits.READ_MAX_BYTES)
     history: bool = False
     as_of: Time | None = Field(
-        None, description="Read the revision that was current at this time (RFC 3339)"
+        default=None, description="Read the revision that was current at this time (RFC 3339)"
     )
 
 
@@ -97,7 +97,7 @@ class WriteArgs(_Args):
     context: Context | None = None
     expires_at: Expiry = None
     pinned: bool | None = Field(
-        None, description="Pinned records lead the session-start briefing (memory_brief)"
+        default=None, description="Pinned records lead the session-start briefing (memory_brief)"
     )
 
 
@@ -113,7 +113,7 @@ class RememberArgs(_Args):
     source: Source | None = None
     context: Context | None = None
     supersedes: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         max_length=limits.FACT_MAX_BYTES,
         description="A line of the record that says the old fact: replaced by this fact",
@@ -132,7 +132,7 @@ class BriefArgs(_Args):
         limits.BRIEF_DEFAULT_BYTES, ge=limits.BRIEF_MIN_BYTES, le=limits.BRIEF_MAX_BYTES
     )
     since: Time | None = Field(
-        None, description="Recent changes since this time (RFC 3339); default: the latest"
+        default=None, description="Recent changes since this time (RFC 3339); default: the latest"
     )
 
 
