@@ -12,9 +12,9 @@ Layout: ``{namespace}/{kind}/{path}`` for records in the workspace context (so
 ``contexts/{percent-encoded context}/{namespace}/{kind}/{path}`` for the others.
 
 Each file is the record's content with a ``memory:`` mapping in its front matter
-(uri, id, context, kind, revision, source, timestamps, writers, pinned, expires_at). Content that has
-front matter of its own (a SKILL.md) keeps it, with the mapping appended, so
-tools reading ``name``/``description`` still find them; ``embedded`` records which
+(uri, id, context, kind, revision, source, timestamps, writers, pinned, expires_at).
+Content that has front matter of its own (a SKILL.md) keeps it, with the mapping
+appended, so tools reading ``name``/``description`` still find them; ``embedded`` records which
 case it was, so import restores the content byte for byte.
 
 ``memory-export.json`` at the top records the namespace and which exported

@@ -33,6 +33,8 @@ META: dict[str, Any] = {
     "created_by": "alice",
     "updated_at": "2026-01-02T00:00:00.000Z",
     "updated_by": None,
+    "pinned": True,
+    "expires_at": "2027-01-01T00:00:00.000Z",
 }
 SKILL = "---\nname: deploy\ndescription: Ship a release\n---\n# Deploy\n\n1. Tag it.\n"
 
@@ -71,6 +73,8 @@ metas = st.fixed_dictionaries(
         "created_by": st.none() | plain_text,
         "updated_at": st.just("2026-01-02T00:00:00.000Z"),
         "updated_by": st.none() | plain_text,
+        "pinned": st.booleans(),
+        "expires_at": st.none() | st.just("2027-01-01T00:00:00.000Z"),
     }
 )
 
