@@ -53,6 +53,13 @@ CREATE OR REPLACE FUNCTION is_live(expires timestamptz) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN expires IS NULL OR expires > now();
 
+-- The same at this instant, for a change or a delete that holds the record's row lock
+-- (memory.change_record, memory.delete_record): is_live compares with now(), the
+-- start of the transaction, which may be long before the lock was granted.
+CREATE OR REPLACE FUNCTION held_live(expires timestamptz) RETURNS boolean
+LANGUAGE sql VOLATILE PARALLEL SAFE
+RETURN expires IS NULL OR expires > clock_timestamp();
+
 -- Has this record expired (and not been purged yet)? For the revisions policy, whose
 -- rows do not carry the record's expiry; definer rights, since the caller's own view
 -- of memories no longer shows an expired record.

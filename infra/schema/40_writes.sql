@@ -85,6 +85,12 @@ GRANT EXECUTE ON FUNCTION create_record(uuid, uuid, text, text, text, text, text
 -- No row back: the record moved on (a conflict) or left the caller's view. Expiry:
 -- with p_keep_expiry the record's stays, else it becomes p_expires_at (NULL: never).
 -- Pinned: NULL leaves it.
+--
+-- The row is locked first and its expiry compared with the clock once the lock is
+-- held (held_live): a change that waited for the row (behind another writer) past
+-- the record's expiry would otherwise judge it by its transaction's start, now(),
+-- and commit to a record every reader already finds gone, or bring it back, with
+-- its history, by removing the expiry.
 DROP FUNCTION IF EXISTS change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
                                       uuid, text, text, text, text);
 CREATE OR REPLACE FUNCTION change_record(p_id uuid, p_expected_revision integer,
@@ -100,7 +106,19 @@ AS $$
 #variable_conflict use_column
 DECLARE
     rec memories;  -- the record as changed
+    held timestamptz;  -- its expiry, read under the row lock
 BEGIN
+    SELECT m.expires_at INTO held
+    FROM memories AS m
+    WHERE m.id = p_id
+      AND m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+      AND is_live(m.expires_at)
+    FOR NO KEY UPDATE;
+    IF NOT FOUND OR NOT held_live(held) THEN
+        RETURN;
+    END IF;
     UPDATE memories AS m
     SET kind = p_kind, path = p_path, title = p_title, body = p_body,
         revision = m.revision + 1, updated_at = now(), updated_by = p_principal_id,
@@ -220,7 +238,9 @@ $$;
 REVOKE ALL ON FUNCTION purge_record(memories, text, uuid, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION purge_record(memories, text, uuid, text, text) TO memory_runtime;
 
--- No row back: the record moved on (a conflict) or left the caller's view.
+-- No row back: the record moved on (a conflict) or left the caller's view. Like a
+-- change, a delete judges the expiry by the clock once it holds the row: a record
+-- that expired while the delete waited is the sweeper's to purge (as 'expire').
 CREATE OR REPLACE FUNCTION delete_record(p_id uuid, p_expected_revision integer,
                                          p_workspace_id uuid, p_owners uuid[], p_contexts text[],
                                          p_principal_id uuid, p_request_id text, p_uri text)
@@ -230,7 +250,19 @@ AS $$
 #variable_conflict use_column
 DECLARE
     gone memories;
+    held timestamptz;  -- its expiry, read under the row lock
 BEGIN
+    SELECT m.expires_at INTO held
+    FROM memories AS m
+    WHERE m.id = p_id
+      AND m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+      AND is_live(m.expires_at)
+    FOR UPDATE;
+    IF NOT FOUND OR NOT held_live(held) THEN
+        RETURN;
+    END IF;
     DELETE FROM memories AS m
     WHERE m.id = p_id
       AND m.revision = p_expected_revision

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from memory_server.domain.errors import ToolError
+from memory_server.operations.audit_events import purge_expired
 
 pytestmark = pytest.mark.slow  # threads racing on real transactions
 
@@ -235,8 +239,6 @@ def test_search_statistics_stay_exact_under_concurrent_changes(world, cluster) -
     the statistics equal a recount of the records."""
     import random
 
-    import psycopg
-
     from tests.integration.test_search import recount_differences
 
     ws = world.workspace()
@@ -272,3 +274,211 @@ def test_search_statistics_stay_exact_under_concurrent_changes(world, cluster) -
     assert outcomes == [12] * 16, [o for o in outcomes if not isinstance(o, int)]
     with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
         assert recount_differences(admin) == []
+
+
+# -- expiry and corrections under concurrency ---------------------------------------------
+
+
+def db_clock(conn) -> datetime:  # type: ignore[no-untyped-def]
+    """The database's wall clock (expiry is compared with it, not with ours)."""
+    return conn.execute("SELECT clock_timestamp()").fetchone()[0]
+
+
+def wait_for(condition, what: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``condition`` until it holds (never a fixed sleep standing in for it)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def lock_waiters(conn) -> int:  # type: ignore[no-untyped-def]
+    """Lock requests not granted yet on the session's server (the request held back)."""
+    return conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0]
+
+
+def purge(cluster) -> int:  # type: ignore[no-untyped-def]
+    """One run of the sweeper's purge, as the sweeper's role."""
+    with psycopg.connect(cluster.auditor_url, autocommit=True) as auditor:
+        return purge_expired(auditor)
+
+
+def outbox_rows(owner, record_id: str) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    return owner.execute(
+        "SELECT revision, operation FROM memory.audit_outbox WHERE memory_id = %s"
+        " ORDER BY revision",
+        (record_id,),
+    ).fetchall()
+
+
+# A change held back on the record's row lock from before the record's expiry until
+# after it: each is what a client may send at the revision it read.
+HELD_CHANGES = {
+    "replace keeping the expiry": ("write", {"content": "mine", "expected_revision": 1}),
+    "replace removing the expiry": (
+        "write",
+        {"content": "mine", "expected_revision": 1, "expires_at": None},
+    ),
+    "replace extending the expiry": (
+        "write",
+        {"content": "mine", "expected_revision": 1, "expires_at": "2035-01-01T00:00:00Z"},
+    ),
+    "delete": ("delete", {"expected_revision": 1}),
+    "move": ("move", {"new_uri": "memory://workspace/notes/moved.md", "expected_revision": 1}),
+}
+
+
+@pytest.mark.parametrize("change", list(HELD_CHANGES))
+def test_a_change_held_back_past_the_expiry_changes_nothing(
+    world, owner, cluster, change: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The change finds the record live (its transaction began before the expiry),
+    then waits for the row another transaction holds until after the expiry; a reader
+    meanwhile gets not_found and the sweeper's purge passes the locked row by. Once
+    the row is free the change must find the record expired: it answers not_found
+    and writes nothing, rather than committing a revision to a record every reader
+    already saw gone (or bringing it back, with its history, by removing the expiry).
+    The sweeper then purges it: one tombstone, one audit row per revision."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    uri = "memory://workspace/notes/fading.md"
+    expiry = db_clock(owner) + timedelta(seconds=1.5)
+    made = agent.write(uri=uri, content="v1", expected_revision=0, expires_at=expiry.isoformat())
+    tool, arguments = HELD_CHANGES[change]
+    outcome: list[Any] = []
+    with psycopg.connect(cluster.owner_url) as holder:
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM memory.memories WHERE id = %s FOR UPDATE", (made["id"],))
+            waiting = threading.Thread(
+                target=lambda: outcome.extend(
+                    race(1, lambda _: getattr(agent, tool)(uri=uri, **arguments))
+                )
+            )
+            waiting.start()
+            wait_for(lambda: lock_waiters(owner) == 1, "the change to wait for the row")
+            assert db_clock(owner) < expiry, "the change must have begun before the expiry"
+            wait_for(lambda: db_clock(owner) > expiry, "the expiry")
+            with pytest.raises(ToolError) as gone:
+                agent.read(uri=uri)
+            assert gone.value.code == "not_found"
+            purge(cluster)  # passes by the row it cannot lock
+            assert history(owner, made["id"]) == [(1, "create")]
+        waiting.join(10)
+    (answer,) = outcome
+    assert isinstance(answer, ToolError) and answer.code == "not_found", answer
+    for address in (uri, f"memory://record/{made['id']}"):
+        with pytest.raises(ToolError) as still_gone:
+            agent.read(uri=address)
+        assert still_gone.value.code == "not_found"
+    assert history(owner, made["id"]) == [(1, "create")]
+    purge(cluster)
+    assert history(owner, made["id"]) == [(1, "create"), (2, "expire")]
+    assert outbox_rows(owner, made["id"]) == [(1, "create"), (2, "expire")]
+    bodies = owner.execute(
+        "SELECT count(*) FROM memory.revisions WHERE memory_id = %s AND body IS NOT NULL",
+        (made["id"],),
+    ).fetchone()
+    assert bodies == (0,)
+
+
+def test_a_remember_held_back_past_the_expiry_keeps_its_fact_in_a_new_record(
+    world, owner, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    """A correction that locked nothing yet when the record expired: it must not land
+    in the expired record (acknowledged, yet in nobody's view: a lost fact). The
+    record is gone from its expiry on, its path free, so the fact starts a new record;
+    the old one is purged with its one tombstone."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    uri = "memory://me/memories/profile.md"
+    expiry = db_clock(owner) + timedelta(seconds=1.5)
+    old = agent.remember(
+        uri=uri, fact="name is Alice", idempotency_key="seed-0001", expires_at=expiry.isoformat()
+    )
+    outcome: list[Any] = []
+    with psycopg.connect(cluster.owner_url) as holder:
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM memory.memories WHERE id = %s FOR UPDATE", (old["id"],))
+            waiting = threading.Thread(
+                target=lambda: outcome.extend(
+                    race(
+                        1,
+                        lambda _: agent.remember(
+                            uri=uri,
+                            fact="name is Bob",
+                            supersedes="name is Alice",
+                            idempotency_key="fix-0001",
+                        ),
+                    )
+                )
+            )
+            waiting.start()
+            wait_for(lambda: lock_waiters(owner) == 1, "the remember to wait for the row")
+            assert db_clock(owner) < expiry, "the remember must have begun before the expiry"
+            wait_for(lambda: db_clock(owner) > expiry, "the expiry")
+        waiting.join(10)
+    (answer,) = outcome
+    assert isinstance(answer, dict), answer
+    assert answer["id"] != old["id"]
+    assert (answer["revision"], answer["merged"], answer["superseded"]) == (1, True, False)
+    assert agent.read(uri=uri)["content"] == "- name is Bob\n"
+    assert history(owner, old["id"]) == [(1, "merge"), (2, "expire")]
+    assert outbox_rows(owner, old["id"]) == [(1, "merge"), (2, "expire")]
+    assert history(owner, answer["id"]) == [(1, "merge")]
+    again = agent.remember(
+        uri=uri, fact="name is Bob", supersedes="name is Alice", idempotency_key="fix-0001"
+    )
+    assert again == {**answer, "replayed": True}
+
+
+# Four corrections and facts sent at once to a record that says "name is Alice" and
+# "likes tea", each with its own key: two supersede the same line, one states one of
+# the new facts plainly, one adds another fact.
+RACING_FACTS = (
+    {"fact": "name is Bob", "supersedes": "name is Alice"},
+    {"fact": "name is Carol", "supersedes": "name is Alice"},
+    {"fact": "name is Bob"},
+    {"fact": "likes coffee"},
+)
+
+
+def test_a_supersede_racing_remembers_keeps_every_fact_once(world, owner) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the order: the old line goes exactly once (one result says
+    superseded), every new fact is there once, nothing is duplicated, the revisions
+    run on without a gap, one per merged result, with one outbox row each; a retry
+    of each call replays its result."""
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    for round_ in range(8):
+        uri = f"memory://me/memories/round-{round_}.md"
+        first = agent.remember(uri=uri, fact="name is Alice", idempotency_key=f"a-{round_:06d}")
+        agent.remember(uri=uri, fact="likes tea", idempotency_key=f"t-{round_:06d}")
+        calls = [
+            {"uri": uri, "idempotency_key": f"r{round_}-{i:06d}", **facts}
+            for i, facts in enumerate(RACING_FACTS)
+        ]
+        outcomes = race(len(calls), lambda i, calls=calls: agent.remember(**calls[i]))
+        assert all(isinstance(o, dict) for o in outcomes), outcomes
+        lines = agent.read(uri=uri)["content"].splitlines()
+        assert sorted(lines) == sorted(
+            ["- likes tea", "- name is Bob", "- name is Carol", "- likes coffee"]
+        ), (round_, lines)
+        assert sum(o["superseded"] for o in outcomes) == 1, outcomes
+        merged = sorted(o["revision"] for o in outcomes if o["merged"])
+        assert merged == list(range(3, 3 + len(merged))), outcomes
+        operations = history(owner, first["id"])
+        by_revision = sorted((o for o in outcomes if o["merged"]), key=lambda o: o["revision"])
+        assert operations == [
+            (1, "merge"),
+            (2, "merge"),
+            *((o["revision"], "supersede" if o["superseded"] else "merge") for o in by_revision),
+        ], operations
+        assert outbox_rows(owner, first["id"]) == operations
+        bodies = owner.execute(
+            "SELECT body FROM memory.revisions WHERE memory_id = %s", (first["id"],)
+        ).fetchall()
+        for (body,) in bodies:
+            assert len(body.splitlines()) == len(set(body.splitlines())), body
+        for call, outcome in zip(calls, outcomes, strict=True):
+            assert agent.remember(**call) == {**outcome, "replayed": True}
+        assert history(owner, first["id"]) == operations

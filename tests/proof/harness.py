@@ -14,13 +14,14 @@ import random
 import re
 import string
 import threading
+import time
 import uuid
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,7 +31,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_local.dev import DATABASE, DevStack
 from memory_server.data import migrate
-from memory_server.operations.audit_events import EventBridgeSink, sweep
+from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 
 T = TypeVar("T")
 JSON = "application/json"
@@ -365,6 +366,34 @@ class Inspector:
                 total = (total[0] + published, total[1] + failed)
                 if published == 0 or failed:
                     return total
+
+    def clock(self) -> datetime:
+        """The database's wall clock (expiry is compared with it, not with ours)."""
+        moment = self.one("SELECT clock_timestamp()")
+        assert isinstance(moment, datetime)
+        return moment
+
+    def wait_for_clock(self, moment: datetime, timeout_s: float = 30.0) -> None:
+        """Until the database's clock is past ``moment`` (a time, not a guess)."""
+        deadline = time.monotonic() + timeout_s
+        while self.clock() <= moment:
+            assert time.monotonic() < deadline, f"the database's clock never passed {moment}"
+            time.sleep(0.02)
+
+    def purge_expired(self) -> int:
+        """Run the sweeper's purge of expired records now (as the auditor role)."""
+        with psycopg.connect(self.auditor_url) as auditor:
+            return purge_expired(auditor)
+
+    def purge_until_gone(self, memory_ids: Iterable[str], timeout_s: float = 30.0) -> None:
+        """Purge until none of ``memory_ids`` is left (another purge, the stack's own
+        sweeper, may take some of them meanwhile: it skips what this one locks)."""
+        ids = list(memory_ids)
+        deadline = time.monotonic() + timeout_s
+        while self.one("SELECT count(*) FROM memory.memories WHERE id = ANY(%s::uuid[])", [ids]):
+            assert time.monotonic() < deadline, "expired records were never purged"
+            if not self.purge_expired():
+                time.sleep(0.02)
 
     def drain_events(self) -> list[dict[str, Any]]:
         aws = self.stack.aws

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import unicodedata
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -30,6 +32,7 @@ from tests.proof.harness import (
     invoke,
     marker_word,
     mcp_client,
+    no_problems,
     people_client,
     post,
     rpc,
@@ -576,6 +579,239 @@ def test_instructions_inside_a_memory_change_nothing(
         assert body == INJECTION
 
     run(scenario())  # fmt: skip
+
+
+# -- the lifecycle arguments: expiry, as of, since, supersedes, the briefing ------------
+
+# Times that are not RFC 3339 with an offset, or not a time between the years 1 and
+# 9999 once in UTC (the offset of the first two pushes them out of that range).
+BAD_TIMES = [
+    "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "tomorrow", "now", "", " ",
+    "2030-01-01", "00:00:00Z", "2030-01-01 00:00:00Z", "2030-01-01T00:00:00",
+    "2030-01-01T00:00", "2030-01-01T00:00Z", "2030-01-01T00Z", "20301231T235959Z",
+    "2030-W01-1T00:00:00Z", "2030-001T00:00:00Z", "2030-13-01T00:00:00Z",
+    "2030-02-30T00:00:00Z", "2030-01-01T24:00:00Z", "2030-01-01T00:60:00Z",
+    "2030-01-01T00:00:00+24:00", "2030-01-01T00:00:00+0100", "2030-01-01T00:00:00,5Z",
+    "+2030-01-01T00:00:00Z", "-0001-01-01T00:00:00Z", "10000-01-01T00:00:00Z",
+    "0000-01-01T00:00:00Z", "２０３０-01-01T00:00:00Z", "2030-01-01T00:00:00Z\n",
+    " 2030-01-01T00:00:00Z", "2030-01-01T00:00:00\u200bZ", "2030-01-01T00:00:00Z\x00",
+    "\ud800", "1767225599", "NaN", "'; DROP TABLE memory.memories; --",
+    "2030-01-01T00:00:00Z" + "0" * 100_000,
+]  # fmt: skip
+WRONG_TIME_TYPES = [
+    1767225599,
+    1.5e9,
+    True,
+    ["2030-01-01T00:00:00Z"],
+    {"at": "2030-01-01T00:00:00Z"},
+]
+# Well-formed, but no expiry: past, now-ish, or beyond the ten years allowed.
+BAD_EXPIRIES = [
+    "1970-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+    "2000-01-01T00:00:00+14:00",
+]  # fmt: skip
+SUPERSEDES: list[tuple[Any, str]] = [
+    ("", "invalid_argument"), ("   ", "invalid_argument"), ("\t", "invalid_argument"),
+    ("old\nfact", "invalid_argument"), ("old\rfact", "invalid_argument"),
+    ("old\x01fact", "invalid_argument"), ("old\x00fact", "invalid_argument"),
+    ("old\x1bfact", "invalid_argument"), ("\ud800", "invalid_argument"),
+    ("a" * 4097, "invalid_argument"), ("a" * 70_000, "invalid_argument"),
+    ("é" * 2049, "too_large"),  # 2049 characters, 4098 bytes: a fact's byte limit
+    (5, "invalid_argument"), (True, "invalid_argument"), (["stable"], "invalid_argument"),
+    ({"line": "stable"}, "invalid_argument"),
+]  # fmt: skip
+BRIEF_BYTES = [0, 1, 1023, 16385, -1, 2**63, 2**70, "4096", 4096.5, True, None, [4096]]
+SCOPES_ARGUMENTS = [
+    {"workspace": "globex"}, {"context": "channel:leads"}, {"grants": ["admin"]},
+    {"principal": "bob"}, {"as_of": "2030-01-01T00:00:00Z"}, {"x": None}, {"": 1},
+]  # fmt: skip
+
+
+def lifecycle_calls(target: dict[str, Any], run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(argument, tool, arguments) for every refusal the new arguments must get."""
+    by_id = f"memory://record/{target['id']}"
+    fresh = f"memory://workspace/notes/proof-hostile-{run_id}/expiring.md"
+    remembered = f"memory://workspace/memories/proof-hostile-{run_id}/facts.md"
+
+    def key() -> str:
+        return f"hostile-{uuid.uuid4().hex}"
+
+    now = datetime.now(UTC)
+    near = [(now - timedelta(minutes=1)).isoformat(), (now + timedelta(days=11 * 366)).isoformat()]
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    for value in [*BAD_TIMES, *WRONG_TIME_TYPES, *BAD_EXPIRIES, *near]:
+        calls += [
+            ("expires_at", "memory_write", {"uri": fresh, "content": "x", "expected_revision": 0, "expires_at": value}),
+            ("expires_at", "memory_write", {"uri": by_id, "content": "x", "expected_revision": 1, "expires_at": value}),
+            ("expires_at", "memory_remember", {"uri": remembered, "fact": "x", "idempotency_key": key(), "expires_at": value}),
+        ]  # fmt: skip
+    for value in [*BAD_TIMES, *WRONG_TIME_TYPES]:
+        calls += [
+            ("as_of", "memory_read", {"uri": by_id, "as_of": value}),
+            ("since", "memory_brief", {"since": value}),
+        ]
+    calls.append(("as_of", "memory_read", {"uri": f"{by_id}/revisions/1", "as_of": "2030-01-01T00:00:00Z"}))  # fmt: skip
+    for value in ["true", "false", 1, 0, "yes", [], {}]:
+        calls += [
+            ("pinned", "memory_write", {"uri": fresh, "content": "x", "expected_revision": 0, "pinned": value}),
+            ("pinned", "memory_write", {"uri": by_id, "content": "x", "expected_revision": 1, "pinned": value}),
+        ]  # fmt: skip
+    for value in BRIEF_BYTES:
+        calls.append(("max_bytes", "memory_brief", {"max_bytes": value}))
+    for arguments in SCOPES_ARGUMENTS:
+        calls.append((next(iter(arguments)), "memory_scopes", arguments))
+    calls.append(("pinned", "memory_brief", {"pinned": True}))
+    return calls
+
+
+def supersedes_calls(target: dict[str, Any]) -> list[tuple[Any, str, dict[str, Any]]]:
+    return [
+        (
+            code,
+            "memory_remember",
+            {"uri": target["uri"], "fact": "new fact", "supersedes": value,
+             "idempotency_key": f"hostile-{uuid.uuid4().hex}"},
+        )
+        for value, code in SUPERSEDES
+    ]  # fmt: skip
+
+
+def refusal(response: httpx2.Response, sent: bytes) -> tuple[str | None, str]:
+    """The tool error's code and message (no 5xx, nothing leaked, a tool result)."""
+    assert_no_leak(response, sent)
+    result = response.json()["result"]
+    error = result["structuredContent"].get("error", {}) if result["isError"] else {}
+    return error.get("code"), error.get("message", "")
+
+
+@pytest.mark.slow
+def test_hostile_lifecycle_arguments_are_refused_without_a_write(
+    stack: Any, inspector: Inspector, target: dict[str, Any], run_id: str
+) -> None:
+    """expires_at, as_of and since that are not RFC 3339 times in range (with their
+    offset), of another type, or (for an expiry) not ahead within ten years; pinned
+    that is not a boolean; max_bytes out of the briefing's range or not an integer;
+    any argument memory_scopes and memory_brief do not take: invalid_argument naming
+    the argument, never a 5xx, and nothing written."""
+    problems = []
+    before = inspector.change_counts()
+    for argument, tool, arguments in lifecycle_calls(target, run_id):
+        body = json.dumps(tool_call(tool, **arguments)).encode()
+        code, message = refusal(post(stack, "alice", body), body)
+        shown = {k: (v[:40] if isinstance(v, str) else v) for k, v in arguments.items()}
+        if code != "invalid_argument":
+            problems.append(f"{tool}({shown}) answered {code}: {message[:120]}")
+        elif argument not in message:
+            problems.append(f"{tool}({shown}): the message does not name {argument}: {message}")
+    for expected, tool, arguments in supersedes_calls(target):
+        body = json.dumps(tool_call(tool, **arguments)).encode()
+        code, message = refusal(post(stack, "alice", body), body)
+        if code != expected or "supersedes" not in message:
+            shown = str(arguments["supersedes"])[:40]
+            problems.append(f"supersedes={shown!r} answered {code}: {message[:120]}")
+    no_problems(problems)
+    no_writes(inspector, before)
+
+
+@pytest.mark.slow
+def test_far_times_that_are_well_formed_are_ordinary_questions(
+    stack: Any, inspector: Inspector, target: dict[str, Any]
+) -> None:
+    """as_of and since are questions about the past: a well-formed time, however far
+    back or ahead, gets an ordinary answer (nothing was there in year 1; in 9999 the
+    record is as it is now; nothing changed since 9999), not an error."""
+    by_id = f"memory://record/{target['id']}"
+    before = inspector.change_counts()
+
+    async def scenario() -> None:
+        async with mcp_client(stack, "alice") as alice:
+            past = await invoke(alice, "memory_read", uri=by_id, as_of="0001-01-01T00:00:00Z")
+            assert past.code == "not_found", past.structured
+            ahead = await invoke(alice, "memory_read", uri=by_id, as_of="9999-12-31T23:59:59Z")
+            assert (ahead.structured["content"], ahead.structured["revision"]) == ("stable", 1)
+            none_since = await invoke(alice, "memory_brief", since="9999-12-31T23:59:59Z")
+            assert none_since.structured["recent"] == [], none_since.structured
+            all_since = await invoke(alice, "memory_brief", since="0001-01-01T00:00:00Z")
+            assert not all_since.is_error, all_since.structured
+
+    run(scenario())
+    no_writes(inspector, before)
+
+
+RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+time_pieces = st.sampled_from(
+    ["2030", "-", "01", "T", "t", ":", "00", "Z", "z", "+", "14", ".", "5", " ", "9999", "0001",
+     "W", "\u200b", "\x00", "２", "+14:00", "-14:00", "24", "60"]
+)  # fmt: skip
+time_like = st.one_of(
+    st.lists(time_pieces, min_size=1, max_size=14).map("".join),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).flatmap(
+        lambda moment: st.sampled_from(
+            [moment.isoformat(), moment.isoformat() + "Z", moment.strftime("%Y%m%dT%H%M%SZ"),
+             moment.isoformat() + "+14:00", moment.isoformat() + "-14:00", moment.isoformat(" ")]
+        )
+    ),
+    hostile_text,
+    json_values,
+)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_generated_times_are_refused_unless_rfc_3339(
+    stack: Any, inspector: Inspector, target: dict[str, Any], run_id: str
+) -> None:
+    """Generated values for every time argument: what is not an RFC 3339 time is
+    invalid_argument; whatever the value, no 5xx and no write. (A valid time meets a
+    call that cannot write anyway: a replace at a stale revision, a remember by a
+    read-only token.)"""
+    by_id = f"memory://record/{target['id']}"
+    remembered = f"memory://workspace/memories/proof-hostile-{run_id}/facts.md"
+
+    @bounded(150)
+    @given(value=time_like, place=st.sampled_from(["write", "remember", "read", "brief"]))
+    def check(value: Any, place: str) -> None:
+        who, tool, arguments = {
+            "write": ("alice", "memory_write", {"uri": by_id, "content": "x", "expected_revision": 9, "expires_at": value}),
+            "remember": ("ci-bot", "memory_remember", {"uri": remembered, "fact": "x", "idempotency_key": f"h-{uuid.uuid4().hex}", "expires_at": value}),
+            "read": ("alice", "memory_read", {"uri": by_id, "as_of": value}),
+            "brief": ("alice", "memory_brief", {"since": value}),
+        }[place]  # fmt: skip
+        before = inspector.change_counts()
+        body = json.dumps(tool_call(tool, **arguments)).encode()
+        code, _ = refusal(post(stack, who, body), body)
+        if value is None:  # null: no expiry, as of now, since the latest
+            assert code in (None, "revision_conflict", "permission_denied"), (place, code)
+        elif not (isinstance(value, str) and RFC3339.fullmatch(value)):
+            assert code == "invalid_argument", (place, value, code)
+        no_writes(inspector, before)
+
+    check()
+
+
+def test_the_briefing_prompt_refuses_bad_arguments_as_invalid_params(
+    stack: Any, inspector: Inspector
+) -> None:
+    """prompts/get memory-briefing: a since that is not a time, not a string, or an
+    argument it does not take is -32602, never a 5xx or an internal error."""
+    before = inspector.change_counts()
+    problems = []
+    for arguments in [
+        *({"since": value} for value in [*BAD_TIMES, 1767225599, None, True, ["x"]]),
+        {"max_bytes": "16384"},
+        {"pinned": "true"},
+        {"since": "2030-01-01T00:00:00Z", "x": "1"},
+    ]:
+        body = json.dumps(rpc("prompts/get", {"name": "memory-briefing", "arguments": arguments}))
+        sent = body.encode()
+        response = post(stack, "alice", sent)
+        assert_no_leak(response, sent)
+        answer = response.json()
+        if answer.get("error", {}).get("code") != -32602:
+            problems.append(f"{str(arguments)[:80]}: {str(answer)[:200]}")
+    no_problems(problems)
+    no_writes(inspector, before)
 
 
 # -- regressions found by the generators, kept explicit ----------------------------------

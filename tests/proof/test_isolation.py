@@ -7,23 +7,36 @@ can write), then every (principal, workspace, context) observer walks every read
 path, and each marker must be visible exactly where the independent model in
 ``model.py`` says. Reads use the official MCP client over HTTP, half of the
 observers on each protocol generation.
+
+The lifecycle's read paths too: a pinned and a plain marker in every cell for the
+briefing (``memory_brief``'s pinned and recent sections, the ``memory-briefing``
+prompt), reads ``as_of`` a time, ``memory_scopes``; and records that have expired
+(kept from the sweeper's purge while the proofs run, then purged) are in nobody's
+view on any of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
+import psycopg
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.proof.harness import (
     RAW_PARALLEL,
+    Inspector,
+    assert_each_commit_published_once,
     invoke,
     marker_word,
     mcp_client,
@@ -53,16 +66,23 @@ OBSERVERS = [cell for cell in all_cells() if endpoint_status(cell) == 200]
 WRITERS = [cell for cell in all_cells() if namespaces_writable(cell)]
 PARALLEL = 16  # observers at a time: enough to keep both cores busy
 LIST_ITEM_KEYS = {
-    "uri",
-    "id",
-    "kind",
-    "title",
-    "context",
-    "revision",
-    "updated_at",
-    "expires_at",
-    "pinned",
-}
+    "uri", "id", "kind", "title", "context", "revision", "updated_at", "expires_at", "pinned",
+}  # fmt: skip
+BRIEF_BYTES = 16384  # the largest briefing: room for every marker an observer sees
+BRIEF_SECTION_ITEMS = 20  # what each of its sections reads at most (docs/contract.md)
+NEVER = "2000-01-01T00:00:00Z"  # before any record of this stack
+# Records that expire while the proofs run, written in these cells (token, workspace,
+# context, namespace, pinned): personal and shared, a DM's, a channel's, another
+# workspace's; pinned ones would lead the briefing, the others be recent changes.
+EXPIRING = (
+    ("alice", "acme", "workspace", "me", True),
+    ("alice", "acme", "workspace", "workspace", False),
+    ("alice", "acme", "dm:alice-release-bot", "workspace", True),
+    ("release-bot", "acme", "channel:general", "workspace", False),
+    ("carol", "globex", "workspace", "me", True),
+    ("carol", "globex", "workspace", "workspace", False),
+)
+EXPIRING_AFTER_S = 4.0  # enough to write them and hold them from the sweeper first
 
 
 @dataclass(frozen=True)
@@ -73,11 +93,39 @@ class Marker:
     uri: str
     id: str
     body: str
+    pinned: bool = False
+    expires_at: str | None = None
 
     @property
     def placed(self) -> Placed:
         owner = self.writer.principal.identity if self.namespace == "me" else None
         return Placed(self.writer.workspace, self.writer.context, self.namespace, owner)
+
+    def seen_by(self, observer: Cell) -> bool:
+        """In the observer's view: as the model says, and never once expired."""
+        return self.expires_at is None and visible(self.placed, observer)
+
+
+@dataclass
+class Lifecycle:
+    """The briefing's markers (pinned, and plain ones changed after ``since``), and
+    expired records the sweeper may not purge until :meth:`release`."""
+
+    since: str
+    pinned: list[Marker]
+    recent: list[Marker]
+    expired: list[Marker]
+    holder: psycopg.Connection[Any]
+    released: bool = field(default=False)
+
+    @property
+    def every(self) -> list[Marker]:
+        return [*self.pinned, *self.recent, *self.expired]
+
+    def release(self) -> None:
+        if not self.released:
+            self.holder.rollback()
+            self.released = True
 
 
 def mode_of(cell: Cell) -> str:
@@ -124,28 +172,95 @@ def leaks(wire: str, hidden: Iterable[Marker]) -> list[str]:
     return [m.word for m in hidden if m.word in wire or m.id in wire]
 
 
+async def write_marker(
+    stack: Any, run_id: str, cell: Cell, namespace: str, word: str, **lifecycle: Any
+) -> Marker:
+    """A marker record written by ``cell`` (``pinned``, ``expires_at`` as given)."""
+    uri = f"memory://{namespace}/{KIND[namespace]}/proof-iso-{run_id}/{word}.md"
+    body = f"# {word}\n{word} marks the {namespace} namespace of {cell}.\n"
+    async with mcp_client(stack, cell.token, workspace=cell.workspace, context=cell.context) as c:
+        made = await invoke(
+            c, "memory_write", uri=uri, content=body, expected_revision=0, **lifecycle
+        )
+    assert not made.is_error, (cell, made.structured)
+    assert made.structured["context"] == cell.context and made.structured["revision"] == 1
+    return Marker(
+        word,
+        cell,
+        namespace,
+        uri,
+        made.structured["id"],
+        body,
+        pinned=bool(lifecycle.get("pinned")),
+        expires_at=lifecycle.get("expires_at"),
+    )
+
+
 @pytest.fixture(scope="module")
 def markers(stack: Any, run_id: str) -> list[Marker]:
     rng = random.Random(run_id)
     plan = [(cell, ns, marker_word(rng)) for cell in WRITERS for ns in namespaces_writable(cell)]
-
-    async def write(cell: Cell, namespace: str, word: str) -> Marker:
-        uri = f"memory://{namespace}/{KIND[namespace]}/proof-iso-{run_id}/{word}.md"
-        body = f"# {word}\n{word} marks the {namespace} namespace of {cell}.\n"
-        async with mcp_client(
-            stack, cell.token, workspace=cell.workspace, context=cell.context
-        ) as c:
-            made = await invoke(c, "memory_write", uri=uri, content=body, expected_revision=0)
-        assert not made.is_error, (cell, made.structured)
-        assert made.structured["context"] == cell.context and made.structured["revision"] == 1
-        return Marker(word, cell, namespace, uri, made.structured["id"], body)
-
-    jobs = [lambda c=cell, n=ns, w=word: write(c, n, w) for cell, ns, word in plan]
+    jobs = [
+        lambda c=cell, n=ns, w=word: write_marker(stack, run_id, c, n, w) for cell, ns, word in plan
+    ]
     made = run(gather_limited(jobs, PARALLEL))
     # Every writable cell got its marker: acme alice 6×2, bob 4, release-bot 5; globex carol 5×2.
     assert len(made) == 31
     assert len({m.id for m in made}) == len({m.word for m in made}) == 31
     return made
+
+
+@pytest.fixture(scope="module")
+def lifecycle(
+    stack: Any, inspector: Inspector, markers: list[Marker], run_id: str
+) -> Iterator[Lifecycle]:
+    """After the markers: ``since``, then records that expire shortly (held from the
+    sweeper's purge by a row lock that reads do not wait for), then a pinned and a
+    plain marker in every writable cell; ready once the expiry has passed."""
+    rng = random.Random(f"lifecycle-{run_id}")
+    since = inspector.clock().isoformat()
+    expiry = inspector.clock() + timedelta(seconds=EXPIRING_AFTER_S)
+
+    async def expiring() -> list[Marker]:
+        return [
+            await write_marker(
+                stack,
+                run_id,
+                Cell(token, workspace, context),
+                namespace,
+                marker_word(rng, "exp"),
+                pinned=pinned,
+                expires_at=expiry.isoformat(),
+            )
+            for token, workspace, context, namespace, pinned in EXPIRING
+        ]
+
+    expired = run(expiring())
+    holder = psycopg.connect(stack.info["database_url"])
+    held = holder.execute(
+        "SELECT id FROM memory.memories WHERE id = ANY(%s::uuid[]) FOR KEY SHARE",
+        ([m.id for m in expired],),
+    ).fetchall()
+    assert len(held) == len(EXPIRING) and inspector.clock() < expiry, "held before they expired"
+    plan = [(cell, ns) for cell in WRITERS for ns in namespaces_writable(cell)]
+
+    def jobs(prefix: str, pinned: bool) -> list[Callable[[], Awaitable[Marker]]]:
+        words = [marker_word(rng, prefix) for _ in plan]
+        return [
+            partial(write_marker, stack, run_id, cell, ns, word, pinned=pinned)
+            for (cell, ns), word in zip(plan, words, strict=True)
+        ]
+
+    pinned = run(gather_limited(jobs("pin", True), PARALLEL))
+    recent = run(gather_limited(jobs("rec", False), PARALLEL))
+    inspector.wait_for_clock(expiry)
+    made = Lifecycle(since, pinned, recent, expired, holder)
+    try:
+        yield made
+    finally:
+        made.release()
+        holder.close()
+        inspector.purge_until_gone(m.id for m in expired)  # leave no expiry behind
 
 
 def test_the_endpoint_admits_exactly_the_cells_the_model_admits(
@@ -178,9 +293,11 @@ def test_the_endpoint_admits_exactly_the_cells_the_model_admits(
 
 
 def test_list_shows_exactly_the_visible_markers(
-    stack: Any, markers: list[Marker], run_id: str
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle, run_id: str
 ) -> None:
-    """A full walk (budgeted pages) and small-page prefix walks, per namespace."""
+    """A full walk (budgeted pages) and small-page prefix walks, per namespace; an
+    expired record in no one's, its pin and expiry shown as written."""
+    everything = [*markers, *lifecycle.every]
 
     async def walk(client: Any, **arguments: Any) -> tuple[list[dict[str, Any]], str, str | None]:
         items: list[dict[str, Any]] = []
@@ -199,22 +316,31 @@ def test_list_shows_exactly_the_visible_markers(
 
     async def check(client: Any, observer: Cell) -> list[str]:
         problems = []
-        seen = {m.id: m for m in markers if visible(m.placed, observer)}
-        hidden = [m for m in markers if m.id not in seen]
+        seen = {m.id: m for m in everything if m.seen_by(observer)}
+        hidden = [m for m in everything if m.id not in seen]
         items, wire, error = await walk(client, limit=50)
-        listed = {item["id"]: item for item in items if item["id"] in {m.id for m in markers}}
+        listed = {item["id"]: item for item in items if item["id"] in {m.id for m in everything}}
         if error or set(listed) != set(seen):
             problems.append(
-                f"full walk {error=} showed {_words(listed, markers)}, "
-                f"expected {_words(seen, markers)}"
+                f"full walk {error=} showed {_words(listed, everything)}, "
+                f"expected {_words(seen, everything)}"
             )
         problems += [f"full walk leaks {w}" for w in leaks(wire, hidden)]
         for mid, item in listed.items():
             marker = seen.get(mid)
-            if marker and (item["context"], item["title"], item["uri"], set(item)) != (
+            if marker and (
+                item["context"],
+                item["title"],
+                item["uri"],
+                item["pinned"],
+                item["expires_at"],
+                set(item),
+            ) != (
                 marker.writer.context,
                 marker.word,
                 marker.uri,
+                marker.pinned,
+                None,
                 LIST_ITEM_KEYS,
             ):
                 problems.append(f"item of {marker.word} is wrong: {item}")
@@ -235,10 +361,14 @@ def test_list_shows_exactly_the_visible_markers(
     no_problems(for_each_observer(stack, check))
 
 
-def test_search_finds_exactly_the_visible_markers(stack: Any, markers: list[Marker]) -> None:
+def test_search_finds_exactly_the_visible_markers(
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle
+) -> None:
     """Hits, counts, excerpts and ``truncated`` for batched marker queries, in each
-    namespace filter: a hidden marker never shows, not even as a count."""
-    shuffled = sorted(markers, key=lambda m: m.word)  # the words are random: a fair mix
+    namespace filter: a hidden marker never shows, not even as a count; an expired
+    one to no one."""
+    everything = [*markers, *lifecycle.every]
+    shuffled = sorted(everything, key=lambda m: m.word)  # the words are random: a fair mix
     batches = [shuffled[i : i + 8] for i in range(0, len(shuffled), 8)]
     wanted = {"all": {"me", "workspace"}, "workspace": {"workspace"}, "personal": {"me"}}
 
@@ -249,11 +379,9 @@ def test_search_finds_exactly_the_visible_markers(stack: Any, markers: list[Mark
             for namespace, namespaces in wanted.items():
                 found = await invoke(client, "memory_search", query=query, namespace=namespace)
                 expected = {
-                    m.id: m
-                    for m in batch
-                    if visible(m.placed, observer) and m.namespace in namespaces
+                    m.id: m for m in batch if m.seen_by(observer) and m.namespace in namespaces
                 }
-                hidden = [m for m in markers if m.id not in expected]
+                hidden = [m for m in everything if m.id not in expected]
                 if found.is_error:
                     problems.append(f"search {namespace} failed: {found.structured}")
                     continue
@@ -262,8 +390,8 @@ def test_search_finds_exactly_the_visible_markers(stack: Any, markers: list[Mark
                     h["id"] for h in hits
                 } != set(expected):
                     problems.append(
-                        f"search {namespace} hit {_words({h['id'] for h in hits}, markers)}, "
-                        f"expected {_words(expected, markers)}"
+                        f"search {namespace} hit {_words({h['id'] for h in hits}, everything)}, "
+                        f"expected {_words(expected, everything)}"
                     )
                 if found.structured["truncated"] or found.structured["trust"] != "recorded-data":
                     problems.append(f"search {namespace} flags wrong: {found.structured}")
@@ -278,10 +406,12 @@ def test_search_finds_exactly_the_visible_markers(stack: Any, markers: list[Mark
 
 
 def test_reads_by_id_path_and_revision_answer_only_inside_the_view(
-    stack: Any, markers: list[Marker]
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle
 ) -> None:
-    """memory_read by id and by path, and the revision resource: the content when
-    visible; otherwise exactly the error a never-existing record gets."""
+    """memory_read by id and by path, as of a time after the markers were written and
+    before any record was, and the revision resource: the content when visible;
+    otherwise exactly the error a never-existing record gets. An expired record
+    answers everyone so, its writer too."""
 
     async def check(client: Any, observer: Cell) -> list[str]:
         problems = []
@@ -304,6 +434,15 @@ def test_reads_by_id_path_and_revision_answer_only_inside_the_view(
                         problems.append(f"read {uri} of visible {marker.word}: {read.structured}")
                 elif read.structured != never.structured:
                     problems.append(f"read {uri} of hidden {marker.word}: {read.structured}")
+            by_id = f"memory://record/{marker.id}"
+            then = await invoke(client, "memory_read", uri=by_id, as_of=lifecycle.since)
+            if shown and (then.is_error or then.structured["content"] != marker.body):
+                problems.append(f"read of visible {marker.word} as of then: {then.structured}")
+            elif not shown and then.structured != never.structured:
+                problems.append(f"read of hidden {marker.word} as of then: {then.structured}")
+            before = await invoke(client, "memory_read", uri=marker.uri, as_of=NEVER)
+            if before.structured != never.structured:
+                problems.append(f"read of {marker.word} before it existed: {before.structured}")
             revision_uri = f"memory://record/{marker.id}/revisions/1"
             error = await _resource_error(client, revision_uri)
             if shown and error is not None:
@@ -314,6 +453,19 @@ def test_reads_by_id_path_and_revision_answer_only_inside_the_view(
                     problems.append(f"revision of {marker.word} has other content")
             elif error is None or error[:2] != never_revision[:2]:
                 problems.append(f"revision of hidden {marker.word}: {error}, not {never_revision}")
+        for gone in lifecycle.expired:
+            for uri, as_of in (
+                (f"memory://record/{gone.id}", None),
+                (gone.uri, None),
+                (f"memory://record/{gone.id}", lifecycle.since),
+                (gone.uri, lifecycle.since),
+            ):
+                read = await invoke(client, "memory_read", uri=uri, as_of=as_of)
+                if read.structured != never.structured:
+                    problems.append(f"read {uri} of expired {gone.word}: {read.structured}")
+            error = await _resource_error(client, f"memory://record/{gone.id}/revisions/1")
+            if error is None or error[:2] != never_revision[:2]:
+                problems.append(f"revision of expired {gone.word}: {error}")
         return problems
 
     no_problems(for_each_observer(stack, check))
@@ -325,6 +477,136 @@ async def _resource_error(client: Any, uri: str) -> tuple[int, str, Any] | None:
     except MCPError as caught:
         return caught.error.code, caught.error.message, caught.error.data
     return None
+
+
+def test_the_briefing_shows_exactly_the_visible_pinned_and_recent_markers(
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle
+) -> None:
+    """memory_brief (every observer may call it, read-only tokens too): its pinned
+    section holds exactly the pinned markers in view, with their content, and its
+    recent section (since the briefing's markers were written) exactly the plain ones;
+    nothing outside the view shows anywhere in it, no expired record, and with the
+    default budget and no ``since`` neither. A visible marker may be missing only when
+    its section is full or the budget cut it (``truncated``)."""
+    everything = [*markers, *lifecycle.every]
+    mine = {m.id for m in everything}
+
+    async def check(client: Any, observer: Cell) -> list[str]:
+        problems = []
+        seen = {m.id: m for m in everything if m.seen_by(observer)}
+        hidden = [m for m in everything if m.id not in seen]
+        brief = await invoke(client, "memory_brief", max_bytes=BRIEF_BYTES, since=lifecycle.since)
+        if brief.is_error or brief.structured["trust"] != "recorded-data":
+            return [f"memory_brief: {brief.structured}"]
+        problems += [f"memory_brief leaks {w}" for w in leaks(brief.wire, hidden)]
+        for section, wanted in (("pinned", lifecycle.pinned), ("recent", lifecycle.recent)):
+            items = brief.structured[section]
+            shown = {item["id"] for item in items if item["id"] in mine}
+            expected = {m.id for m in wanted if m.id in seen}
+            if shown - expected:
+                problems.append(f"{section} shows {_words(shown - expected, everything)}")
+            excused = len(items) >= BRIEF_SECTION_ITEMS or brief.structured["truncated"]
+            if expected - shown and not excused:
+                problems.append(f"{section} lacks {_words(expected - shown, everything)}")
+        for item in brief.structured["pinned"]:
+            marker = seen.get(item["id"])
+            if marker and not item["truncated"] and item["content"] != marker.body:
+                problems.append(f"pinned {marker.word} has other content: {item['content']!r}")
+        default = await invoke(client, "memory_brief")
+        if default.is_error:
+            problems.append(f"memory_brief with its defaults: {default.structured}")
+        problems += [f"default memory_brief leaks {w}" for w in leaks(default.wire, hidden)]
+        return problems
+
+    no_problems(for_each_observer(stack, check))
+
+
+def test_the_briefing_prompt_shows_nothing_outside_the_view(
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle
+) -> None:
+    """prompts/list leads with memory-briefing for every observer; prompts/get gives
+    the briefing as recorded data, within its own budget: the same records as
+    memory_brief (each section a prefix of the tool's), nothing outside the view."""
+    everything = [*markers, *lifecycle.every]
+
+    async def check(client: Any, observer: Cell) -> list[str]:
+        problems = []
+        hidden = [m for m in everything if not m.seen_by(observer)]
+        listed = await client.list_prompts()
+        if not listed.prompts or listed.prompts[0].name != "memory-briefing":
+            problems.append(f"prompts/list: {[p.name for p in listed.prompts][:3]}")
+        got = await client.get_prompt("memory-briefing", {"since": lifecycle.since})
+        (message,) = got.messages
+        text = message.content.text
+        briefing = json.loads(text)
+        if (message.content.meta or {}).get("trust") != "recorded-data":
+            problems.append(f"the briefing is not labelled recorded data: {message.content.meta}")
+        problems += [f"the prompt leaks {w}" for w in leaks(text, hidden)]
+        full = await invoke(client, "memory_brief", max_bytes=BRIEF_BYTES, since=lifecycle.since)
+        for section in ("pinned", "recent"):
+            ids = [item["id"] for item in briefing[section]]
+            whole = [item["id"] for item in full.structured[section]]
+            if ids != whole[: len(ids)]:
+                problems.append(f"prompt {section} is not memory_brief's: {ids} vs {whole}")
+        return problems
+
+    no_problems(for_each_observer(stack, check))
+
+
+def test_memory_scopes_says_what_the_model_says(
+    stack: Any, markers: list[Marker], lifecycle: Lifecycle
+) -> None:
+    """Who the caller is, its grants, the listening context and the contexts it hears,
+    exactly as the model has them, for every observer (read-only tokens too); no
+    record's word or id in it."""
+    everything = [*markers, *lifecycle.every]
+
+    async def check(client: Any, observer: Cell) -> list[str]:
+        got = await invoke(client, "memory_scopes")
+        person = observer.principal.person
+        expected = {
+            "workspace": observer.workspace,
+            "principal": {
+                "handle": observer.principal.identity,
+                "kind": "person" if person else "service",
+            },
+            "grants": sorted(grants(observer)),
+            "context": observer.context,
+            "visible_contexts": list(ancestors(observer.context)),
+            "personal_namespace": person,
+        }
+        problems = [] if got.structured == expected else [f"memory_scopes: {got.structured}"]
+        return problems + [f"memory_scopes leaks {w}" for w in leaks(got.wire, everything)]
+
+    no_problems(for_each_observer(stack, check))
+
+
+def test_expired_records_were_expired_not_purged_and_are_then_purged_once(
+    inspector: Inspector, lifecycle: Lifecycle
+) -> None:
+    """The expired records the proofs above found in no one's view were still in the
+    table (the proofs tested the database's predicate, not the sweeper's purge);
+    released, the purge leaves each one tombstone ``expire``, no content in any
+    revision, and one audit event per revision."""
+    ids = [m.id for m in lifecycle.expired]
+    assert inspector.one(
+        "SELECT count(*) FROM memory.memories WHERE id = ANY(%s::uuid[]) AND expires_at < now()",
+        [ids],
+    ) == len(ids)
+    lifecycle.release()
+    inspector.purge_until_gone(ids)
+    history = inspector.history(ids)
+    for mid in ids:
+        assert [(e["revision"], e["operation"]) for e in history[mid]] == [
+            (1, "create"),
+            (2, "expire"),
+        ], history[mid]
+        assert all(e["body"] is None for e in history[mid])
+        assert history[mid][1]["writer"] == str(uuid.UUID(int=0))  # the server itself
+    assert inspector.outbox(ids) == Counter(
+        (mid, e["revision"], e["operation"]) for mid in ids for e in history[mid]
+    )
+    assert_each_commit_published_once(inspector, ids)
 
 
 def test_a_cursor_works_only_for_the_caller_it_was_issued_to(

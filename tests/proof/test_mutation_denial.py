@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -125,6 +126,12 @@ def _calls(target: Target, run_id: str) -> list[tuple[str, dict[str, Any], str]]
     fresh = f"memory://{target.namespace}/{KIND[target.namespace]}/proof-deny-{run_id}/new.md"
     moved = f"{target.uri[:-3]}-moved.md"
     key = f"deny-{uuid.uuid4().hex}"
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    # The lifecycle's arguments on the same changes: a pin, an expiry set or removed,
+    # a correction of the target's own line ("stable"), each its own key.
+    pin = {"content": "overwritten", "expected_revision": 1, "pinned": True}
+    expire = {"content": "overwritten", "expected_revision": 1, "expires_at": later}
+    keep = {"content": "overwritten", "expected_revision": 1, "expires_at": None, "pinned": False}
     return [
         ("memory_write", {"uri": by_id, "content": "overwritten", "expected_revision": 1}, "id"),
         (
@@ -136,7 +143,28 @@ def _calls(target: Target, run_id: str) -> list[tuple[str, dict[str, Any], str]]
         ("memory_remember", {"uri": target.uri, "fact": "granted", "idempotency_key": key}, "path"),
         ("memory_move", {"uri": by_id, "new_uri": moved, "expected_revision": 1}, "id"),
         ("memory_delete", {"uri": by_id, "expected_revision": 1}, "delete"),
-    ]
+        ("memory_write", {"uri": by_id, **pin}, "id"),
+        ("memory_write", {"uri": target.uri, **expire}, "path"),
+        ("memory_write", {"uri": by_id, **keep}, "id"),
+        (
+            "memory_write",
+            {"uri": fresh, "content": "created", "expected_revision": 0, "pinned": True,
+             "expires_at": later},
+            "create",
+        ),
+        (
+            "memory_remember",
+            {"uri": target.uri, "fact": "granted", "supersedes": "stable",
+             "idempotency_key": f"{key}-s"},
+            "path",
+        ),
+        (
+            "memory_remember",
+            {"uri": target.uri, "fact": "granted", "expires_at": later,
+             "idempotency_key": f"{key}-e"},
+            "path",
+        ),
+    ]  # fmt: skip
 
 
 def _expected(cell: Cell, target: Target, kind: str) -> str | int | None:
@@ -251,9 +279,12 @@ def test_the_refused_arguments_were_valid(stack: Any, targets: list[Target], run
     """Positive control: the same kinds of call succeed for a principal holding the
     grants, so the refusals above were about grants and visibility, not arguments."""
     shared = next(t for t in targets if t.name == "shared")
+    own = next(t for t in targets if t.name == "alice-own")
     by_id = f"memory://record/{shared.id}"
     key = f"allow-{uuid.uuid4().hex}"
-    calls = [
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    fresh = f"memory://me/memories/proof-deny-{run_id}/allowed.md"
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("memory_write", {"uri": by_id, "content": "replaced", "expected_revision": 1}),
         ("memory_remember", {"uri": shared.uri, "fact": "granted", "idempotency_key": key}),
         (
@@ -262,11 +293,63 @@ def test_the_refused_arguments_were_valid(stack: Any, targets: list[Target], run
         ),
         ("memory_write", {"uri": shared.uri, "content": "created", "expected_revision": 0}),
         ("memory_delete", {"uri": by_id, "expected_revision": 4}),
-    ]
+        # The lifecycle's arguments, on alice's own record: pin it with an expiry,
+        # correct its line, remove the expiry again; create one pinned.
+        (
+            "memory_write",
+            {"uri": own.uri, "content": f"# {own.name}\nstable", "expected_revision": 1,
+             "pinned": True, "expires_at": later},
+        ),
+        (
+            "memory_remember",
+            {"uri": own.uri, "fact": "granted", "supersedes": "stable",
+             "idempotency_key": f"{key}-s"},
+        ),
+        (
+            "memory_remember",
+            {"uri": own.uri, "fact": "again", "expires_at": None, "idempotency_key": f"{key}-e"},
+        ),
+        ("memory_write", {"uri": fresh, "content": "x", "expected_revision": 0, "pinned": True}),
+    ]  # fmt: skip
 
     async def scenario() -> list[dict[str, Any]]:
         async with mcp_client(stack, "alice") as alice:
-            return [(await invoke(alice, tool, **args)).structured for tool, args in calls]
+            outcomes = [(await invoke(alice, tool, **args)).structured for tool, args in calls]
+            outcomes.append((await invoke(alice, "memory_read", uri=own.uri)).structured)
+            return outcomes
 
-    outcomes = run(scenario())
+    *outcomes, read = run(scenario())
     assert [o.get("error") for o in outcomes] == [None] * len(calls), outcomes
+    assert outcomes[6]["superseded"] is True
+    assert (read["content"], read["pinned"], read["expires_at"]) == (
+        f"# {own.name}\n- granted\n- again\n",
+        True,
+        None,
+    )
+
+
+def test_read_only_tokens_brief_and_scope_without_a_change(
+    stack: Any, inspector: Inspector, targets: list[Target]
+) -> None:
+    """A read-only token is offered memory_brief and memory_scopes (and no write tool),
+    may call them and the memory-briefing prompt, and nothing changes."""
+    inspector.settle_audit()
+    before = inspector.dump()
+
+    async def scenario(token: str, context: str) -> None:
+        async with mcp_client(stack, token, context=context) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert {"memory_brief", "memory_scopes"} <= listed, listed
+            assert not listed & set(TOOLS), listed
+            brief = await invoke(client, "memory_brief")
+            scopes = await invoke(client, "memory_scopes")
+            assert not brief.is_error and not scopes.is_error, (brief, scopes)
+            assert scopes.structured["grants"] == ["read"]
+            prompt = await client.get_prompt("memory-briefing")
+            assert prompt.messages[0].content.text
+
+    for token in ("alice-readonly", "ci-bot"):
+        for context in ("workspace", "channel:general/thread:t1"):
+            run(scenario(token, context))
+    run(scenario("alice-readonly", "dm:alice-release-bot"))
+    assert dump_difference(before, inspector.dump()) == {}

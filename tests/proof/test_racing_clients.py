@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
+from memory_server.operations.audit_events import purge_expired
 
 from tests.proof.harness import (
     Inspector,
@@ -319,3 +323,302 @@ def _assert_one_audit_event_per_commit(
     assert inspector.outbox(history) == commits  # one outbox row per commit
     # The sweeper publishes whatever the requests could not publish themselves.
     assert_each_commit_published_once(inspector, history)
+
+
+# -- corrections racing remembers -------------------------------------------------------
+
+SUPERSEDE_RECORDS = 8
+# What the eight clients of a record send at once, each with its own key (the record
+# says "fact-{r}-0" … "fact-{r}-5"): four corrections of four lines, a second
+# correction of line 0, the first correction's new fact stated plainly, two new facts.
+SUPERSEDE_ROLES = (
+    ("new-{r}-0", "fact-{r}-0"),
+    ("new-{r}-1", "fact-{r}-1"),
+    ("new-{r}-2", "fact-{r}-2"),
+    ("new-{r}-3", "fact-{r}-3"),
+    ("other-{r}-0", "fact-{r}-0"),
+    ("new-{r}-0", None),
+    ("extra-{r}-a", None),
+    ("extra-{r}-b", None),
+)
+
+
+def _facts(body: str) -> list[str]:
+    """The record's lines as facts (docs/contract.md: "- " items, trimmed)."""
+    return [line.strip().removeprefix("- ").strip() for line in body.splitlines()]
+
+
+def test_supersedes_racing_remembers_keep_every_fact_once(
+    stack: Any, inspector: Inspector, run_id: str
+) -> None:
+    """64 clients, eight per record, correct and add facts at once with their own
+    keys, then retry. Whichever order the database chose: a corrected line is gone and
+    its new fact there once (of two corrections of one line, exactly one says
+    superseded; the other keeps its fact as a plain one), no fact twice; each
+    revision is one acknowledged call applied to the revision before it (a
+    correction in place, a fact appended), gapless, one audit event each; a retry
+    replays its result without a revision."""
+    folder = f"memory://workspace/memories/proof-supersede-{run_id}"
+    inspector.settle_audit()
+
+    async def scenario() -> tuple[list[str], list[tuple[dict[str, Any], Result, Result]]]:
+        async with mcp_client(stack, "alice") as alice:
+            ids = []
+            for r in range(SUPERSEDE_RECORDS):
+                body = "".join(f"- fact-{r}-{j}\n" for j in range(6))
+                made = await invoke(
+                    alice, "memory_write", uri=f"{folder}/r{r}.md", content=body,
+                    expected_revision=0,
+                )  # fmt: skip
+                assert not made.is_error, made.structured
+                ids.append(made.structured["id"])
+
+        async def send(i: int, client: Any) -> tuple[dict[str, Any], Result, Result]:
+            r, role = divmod(i, len(SUPERSEDE_ROLES))
+            fact, old = (part and part.format(r=r) for part in SUPERSEDE_ROLES[role])
+            call = {"uri": f"{folder}/r{r}.md", "fact": fact, "idempotency_key": f"s-{run_id}-{i}"}
+            if old is not None:
+                call["supersedes"] = old
+            first = await invoke(client, "memory_remember", **call)
+            return call, first, await invoke(client, "memory_remember", **call)
+
+        tokens = ["release-bot" if i % 3 else "alice" for i in range(CLIENTS)]
+        return ids, await with_clients(stack, tokens, send)
+
+    ids, sent = run(scenario())
+    problems = [f"{call}: {first.structured}" for call, first, _ in sent if first.is_error]
+    assert not problems, problems
+    for call, first, retry in sent:
+        assert retry.structured == {**first.structured, "replayed": True}, (call, retry)
+    history = inspector.history(ids)
+    _assert_history_is_gapless(history)
+    for r, mid in enumerate(ids):
+        mine = [
+            (call, first.structured) for call, first, _ in sent if call["uri"].endswith(f"/r{r}.md")
+        ]
+        entries = history[mid]
+        body = entries[-1]["body"]
+        expected = [f"fact-{r}-4", f"fact-{r}-5", f"new-{r}-0", f"new-{r}-1", f"new-{r}-2",
+                    f"new-{r}-3", f"other-{r}-0", f"extra-{r}-a", f"extra-{r}-b"]  # fmt: skip
+        assert sorted(_facts(body)) == sorted(expected), (r, body)
+        line_zero = [result for call, result in mine if call.get("supersedes") == f"fact-{r}-0"]
+        assert sum(result["superseded"] for result in line_zero) == 1, line_zero
+        acked = {result["revision"]: (call, result) for call, result in mine if result["merged"]}
+        assert len(acked) == sum(result["merged"] for _, result in mine)  # one revision each
+        assert sorted(acked) == [e["revision"] for e in entries[1:]], (sorted(acked), entries)
+        for entry in entries[1:]:
+            call, result = acked[entry["revision"]]
+            before = entries[entry["revision"] - 2]["body"]
+            assert entry["operation"] == ("supersede" if result["superseded"] else "merge")
+            _assert_applied(before, entry["body"], call, result["superseded"])
+        for call, result in mine:
+            if not result["merged"]:  # already said at the revision it answered
+                said = _facts(entries[result["revision"] - 1]["body"])
+                assert call["fact"] in said and call.get("supersedes") not in said, call
+    commits = Counter(
+        (mid, e["revision"], e["operation"]) for mid, entries in history.items() for e in entries
+    )
+    assert inspector.outbox(ids) == commits
+    assert_each_commit_published_once(inspector, ids)
+
+
+def _assert_applied(before: str, after: str, call: dict[str, Any], superseded: bool) -> None:
+    """``after`` is ``before`` with the call applied: the corrected line replaced in
+    place by the new fact (dropped, when another line already says it), or the fact
+    appended; nothing else moved."""
+    old, new = before.splitlines(), after.splitlines()
+    fact = f"- {call['fact']}"
+    if not superseded:
+        assert new == [*old, fact], (before, after, call)
+        return
+    at = _facts(before).index(call["supersedes"])
+    if call["fact"] in _facts(before):
+        assert new == old[:at] + old[at + 1 :], (before, after, call)
+    else:
+        assert new == [*old[:at], fact, *old[at + 1 :]], (before, after, call)
+    assert len(set(new)) == len(new), after
+
+
+# -- expiry racing replaces and the sweeper's purge -----------------------------------------
+
+EXPIRING_RECORDS = 8
+EXPIRY_REPLACERS = 16
+EXPIRY_LEAD_S = 4.0  # from the records' creation to the first expiry
+EXPIRY_SPREAD_S = 0.1  # between one record's expiry and the next's
+# The replacers run from this long before each expiry until the record is gone (a
+# rescued one: as long after it). A call through the stack takes a few hundred ms
+# under this load, so the race spans several of them.
+RACE_AROUND_S = 2.5
+# When each odd record's rescuer sends its replace removing the expiry, relative to
+# the expiry (ms): before the replacers start (rescued), among them, at the expiry
+# (too late: its read or its replace finds the record gone).
+RESCUE_OFFSETS_MS = (-3000, -1000, -300, 0)
+PURGE_EVERY_S = 0.02
+
+
+@dataclass
+class Seen:
+    """One read of a racing record: when it was sent and answered, and what it saw."""
+
+    started: float
+    ended: float
+    found: bool
+
+
+def test_expiry_racing_replaces_and_the_sweepers_purge(
+    stack: Any, inspector: Inspector, run_id: str
+) -> None:
+    """Records expire while clients replace them at the revision they read (keeping
+    the expiry), the sweeper's purge runs in a loop, and on every other record one
+    client sends, around the expiry, a replace that removes it. Each record ends one
+    legal way: rescued (that replace acknowledged, no expiry, never purged) or expired
+    (purged once: one ``expire`` tombstone, no content left); never both, and no read
+    finds a record after another read already found it gone. Every acknowledged
+    replace is in the history once, revisions gapless, one audit event per revision."""
+    folder = f"memory://workspace/notes/proof-expiry-{run_id}"
+    acks: dict[str, list[tuple[int, str]]] = {}
+    seen: dict[str, list[Seen]] = {}
+    rescues: dict[str, Result] = {}
+    errors: Counter[str] = Counter()
+    inspector.settle_audit()
+
+    async def scenario() -> list[str]:
+        tokens = ["release-bot" if i % 4 == 3 else "alice" for i in range(EXPIRY_REPLACERS)]
+        async with AsyncExitStack() as opened:
+            clients = [await opened.enter_async_context(mcp_client(stack, t)) for t in tokens]
+            start = inspector.clock() + timedelta(seconds=EXPIRY_LEAD_S)
+            ids, expiry = [], {}
+            for r in range(EXPIRING_RECORDS):
+                at = start + timedelta(seconds=EXPIRY_SPREAD_S * r)
+                made = await invoke(
+                    clients[0], "memory_write", uri=f"{folder}/r{r}.md", content="seed",
+                    expected_revision=0, expires_at=at.isoformat(),
+                )  # fmt: skip
+                assert not made.is_error, made.structured
+                ids.append(made.structured["id"])
+                expiry[made.structured["id"]] = at
+                acks[made.structured["id"]], seen[made.structured["id"]] = [], []
+            end = max(expiry.values()) + timedelta(seconds=RACE_AROUND_S)
+            purger = asyncio.create_task(asyncio.to_thread(purge_until, end))
+            tasks = [
+                replace_around(i, clients[i], ids[i % len(ids)], expiry)
+                for i in range(len(clients))
+            ]
+            tasks += [
+                rescue(clients[r], ids[r], expiry[ids[r]], RESCUE_OFFSETS_MS[r // 2])
+                for r in range(1, EXPIRING_RECORDS, 2)
+            ]  # fmt: skip
+            await asyncio.gather(*tasks)
+            await purger
+            return ids
+
+    def purge_until(end: datetime) -> None:
+        """The sweeper's purge, again and again through the race (as the stack's own
+        sweeper, every few milliseconds instead of seconds)."""
+        with psycopg.connect(inspector.auditor_url, autocommit=True) as auditor:
+            while datetime.now(UTC) < end:
+                purge_expired(auditor)
+                time.sleep(PURGE_EVERY_S)  # a pace, not a wait: the server shares the process
+
+    async def until(moment: datetime) -> None:
+        """Until a wall-clock time (the schedule of the race, not a wait for a state)."""
+        await asyncio.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
+
+    async def read(client: Any, mid: str) -> Result:
+        started = time.monotonic()
+        current = await invoke(client, "memory_read", uri=f"memory://record/{mid}")
+        seen[mid].append(Seen(started, time.monotonic(), not current.is_error))
+        return current
+
+    async def replace_around(i: int, client: Any, mid: str, expiry: dict[str, datetime]) -> None:
+        """From shortly before the expiry until the record is gone (or, rescued, until
+        shortly after the expiry)."""
+        await until(expiry[mid] - timedelta(seconds=RACE_AROUND_S))
+        end = expiry[mid] + timedelta(seconds=RACE_AROUND_S)
+        n = 0
+        while not (datetime.now(UTC) > end and mid in rescues):
+            assert datetime.now(UTC) < end + timedelta(seconds=30), f"{mid} never went"
+            current = await read(client, mid)
+            if current.is_error:
+                errors[f"read:{current.code}"] += 1
+                return
+            content = f"c{i}-{n}"
+            n += 1
+            out = await invoke(
+                client, "memory_write", uri=f"memory://record/{mid}", content=content,
+                expected_revision=current.structured["revision"],
+            )  # fmt: skip
+            if out.is_error:
+                errors[f"replace:{out.code}"] += 1
+            else:
+                assert out.structured["revision"] == current.structured["revision"] + 1
+                acks[mid].append((out.structured["revision"], content))
+
+    async def rescue(client: Any, mid: str, at: datetime, offset_ms: int) -> None:
+        await until(at + timedelta(milliseconds=offset_ms))
+        for _ in range(50):  # a careful client re-reads after a conflict
+            current = await read(client, mid)
+            if current.is_error:
+                rescues[mid] = current
+                return
+            out = await invoke(
+                client, "memory_write", uri=f"memory://record/{mid}", content="rescued",
+                expected_revision=current.structured["revision"], expires_at=None,
+            )  # fmt: skip
+            if out.code != "revision_conflict":
+                rescues[mid] = out
+                if not out.is_error:
+                    acks[mid].append((out.structured["revision"], "rescued"))
+                return
+        raise AssertionError("the rescue never got past the conflicts")
+
+    ids = run(scenario())
+    rescued = {mid for mid, out in rescues.items() if not out.is_error}
+    committed = sum(len(done) for done in acks.values())
+    latency = sorted(s.ended - s.started for reads in seen.values() for s in reads)
+    print(
+        f"expiry race: {committed} replaced, {len(rescued)} rescued; refused {dict(errors)}; read p50 {latency[len(latency) // 2]:.3f}s"
+    )
+    assert {code.split(":")[1] for code in errors} <= RACE_ERRORS, errors
+    assert all(out.code == "not_found" for out in rescues.values() if out.is_error), rescues
+    # Both outcomes happened: the first rescue came before any contention, the last
+    # at the expiry itself.
+    assert ids[1] in rescued and ids[EXPIRING_RECORDS - 1] not in rescued, rescues
+    inspector.purge_until_gone(mid for mid in ids if mid not in rescued)
+    history = inspector.history(ids)
+    _assert_history_is_gapless_with_expiry(history)
+    rows: dict[str, datetime | None] = dict(
+        inspector.owner.execute(
+            "SELECT id::text, expires_at FROM memory.memories WHERE id = ANY(%s::uuid[])", (ids,)
+        ).fetchall()
+    )
+    for mid in ids:
+        operations = [e["operation"] for e in history[mid]]
+        if mid in rescued:
+            assert "expire" not in operations and rows.get(mid, "gone") is None, (mid, operations)
+        else:
+            assert operations[-1] == "expire" and mid not in rows, (mid, operations)
+            assert all(e["body"] is None for e in history[mid]), mid
+        replaced = [(e["revision"], e["body"]) for e in history[mid] if e["operation"] == "replace"]
+        if mid in rescued:
+            assert sorted(acks[mid]) == replaced, mid
+        else:
+            assert sorted(r for r, _ in acks[mid]) == [r for r, _ in replaced], mid
+        reads = seen[mid]
+        gone = min((s.ended for s in reads if not s.found), default=None)
+        back = [s for s in reads if s.found and gone is not None and s.started > gone]
+        assert not back, f"{mid} was found again after a read found it gone"
+    assert {mid for mid in ids if any(not s.found for s in seen[mid])} >= set(ids) - rescued
+    commits = Counter(
+        (mid, e["revision"], e["operation"]) for mid, entries in history.items() for e in entries
+    )
+    assert inspector.outbox(ids) == commits
+    assert_each_commit_published_once(inspector, ids)
+
+
+def _assert_history_is_gapless_with_expiry(history: dict[str, list[dict[str, Any]]]) -> None:
+    for mid, entries in history.items():
+        assert [e["revision"] for e in entries] == list(range(1, len(entries) + 1)), mid
+        operations = [e["operation"] for e in entries]
+        assert operations[0] == "create" and set(operations[1:-1]) <= {"replace"}, operations
+        assert operations[-1] in ("replace", "expire", "create"), operations
