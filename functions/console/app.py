@@ -1,9 +1,12 @@
 """The console function: the web console's static files at ``/console/``, and nothing else.
 
-A small function outside the VPC, without the core layer: it reads no database, calls
-no AWS service and holds no secret. It serves the files packaged with it
-(``static/``), one fixed list read at init, and ``/console/config.json`` (the console's
-public app client id and the token endpoint, from its environment). Everything the
+A small function outside the VPC, without the core layer: it reads no database and
+holds no secret. It serves the files packaged with it (``static/``), one fixed list
+read at init, and ``/console/config.json``: the console's public app client id and the
+token endpoint. The id is ``CONSOLE_CLIENT_ID`` when set (``make dev``); deployed it is
+looked up once per container by the client's name (``CONSOLE_CLIENT_NAME`` in
+``USER_POOL_ID``, ``ListUserPoolClients``), because the app client's callback URL names
+the API, whose routes name this function: a reference back would be a cycle. Everything the
 console shows it fetches itself, in the person's browser, from the MCP endpoint and
 the admin API with the person's own token: it has no API of its own.
 
@@ -29,8 +32,8 @@ from urllib.parse import urlsplit
 STATIC = Path(__file__).resolve().parent / "static"
 PREFIX = "/console"
 CONFIG = "config.json"
-# What the environment must say (the template sets it; make dev passes the same).
-ENVIRONMENT = ("CONSOLE_CLIENT_ID", "OAUTH_BASE_URL")
+# What the template sets (make dev passes CONSOLE_CLIENT_ID instead of the last two).
+ENVIRONMENT = ("OAUTH_BASE_URL", "USER_POOL_ID", "CONSOLE_CLIENT_NAME")
 TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -55,11 +58,42 @@ def content_security_policy(token_origin: str | None) -> str:
     )
 
 
-@dataclass(frozen=True)
+def client_id_by_name(pool_id: str, name: str) -> str:
+    """The app client of the pool named ``name`` (read-only; boto3 is in the runtime)."""
+    import boto3  # only deployed, and only when a browser first asks for the config
+
+    cognito = boto3.client("cognito-idp")
+    token: str | None = None
+    while True:
+        page = cognito.list_user_pool_clients(
+            UserPoolId=pool_id, MaxResults=60, **({"NextToken": token} if token else {})
+        )
+        for client in page.get("UserPoolClients", []):
+            if client.get("ClientName") == name:
+                return str(client["ClientId"])
+        token = page.get("NextToken")
+        if not token:
+            raise LookupError(f"no app client named {name} in the user pool")
+
+
+@dataclass
 class Console:
     files: Mapping[str, bytes]  # the name below /console/ ("" is index.html) -> content
-    config: bytes
+    env: Mapping[str, str]
     policy: str
+    _config: bytes | None = None
+
+    @property
+    def config(self) -> bytes:
+        if self._config is None:
+            client_id = self.env.get("CONSOLE_CLIENT_ID") or client_id_by_name(
+                self.env["USER_POOL_ID"], self.env["CONSOLE_CLIENT_NAME"]
+            )
+            oauth_base = self.env["OAUTH_BASE_URL"].rstrip("/")
+            self._config = json.dumps(
+                {"client_id": client_id, "token_endpoint": f"{oauth_base}/oauth2/token"}
+            ).encode()
+        return self._config
 
     def route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
@@ -123,15 +157,10 @@ def read_files(root: Path = STATIC) -> dict[str, bytes]:
 
 
 def build_console(env: Mapping[str, str] = os.environ, root: Path = STATIC) -> Console:
-    oauth_base = env["OAUTH_BASE_URL"].rstrip("/")
-    config = {
-        "client_id": env["CONSOLE_CLIENT_ID"],
-        "token_endpoint": f"{oauth_base}/oauth2/token",
-    }
     return Console(
         files=read_files(root),
-        config=json.dumps(config).encode(),
-        policy=content_security_policy(origin_of(oauth_base)),
+        env=dict(env),
+        policy=content_security_policy(origin_of(env["OAUTH_BASE_URL"])),
     )
 
 
