@@ -246,10 +246,10 @@ def test_create_edit_with_a_conflict_pin_expire_correct_and_delete(stack, page: 
 def test_memory_content_is_inert_text(stack, page: Page) -> None:  # type: ignore[no-untyped-def]
     uri = f"memory://me/notes/xss-{uuid.uuid4().hex[:8]}.md"
     hostile = (
-        "# <img src=x onerror=\"window.__pwned=1\">\n"
+        '# <img src=x onerror="window.__pwned=1">\n'
         "<script>window.__pwned=1</script>\n"
-        "- **bold** and <a href=\"javascript:window.__pwned=1\">link</a>\n"
-        "<iframe src=\"https://example.com\"></iframe>\n"
+        '- **bold** and <a href="javascript:window.__pwned=1">link</a>\n'
+        '<iframe src="https://example.com"></iframe>\n'
     )
     mcp(stack, "alice", "memory_write", uri=uri, content=hostile, expected_revision=0)
     sign_in(page, stack, "alice")
@@ -268,7 +268,9 @@ def test_memory_content_is_inert_text(stack, page: Page) -> None:  # type: ignor
 def test_another_persons_records_never_appear(stack, page: Page) -> None:  # type: ignore[no-untyped-def]
     marker = f"zebra{uuid.uuid4().hex[:8]}"
     uri = f"memory://me/notes/{marker}.md"
-    mcp(stack, "alice", "memory_write", uri=uri, content=f"alice only {marker}", expected_revision=0)
+    mcp(
+        stack, "alice", "memory_write", uri=uri, content=f"alice only {marker}", expected_revision=0
+    )
     sign_in(page, stack, "bob")
     open_workspace(page)
     expect(page.locator("#who")).to_have_text("Signed in as bob")
@@ -367,7 +369,10 @@ def test_an_admin_creates_and_revokes_an_agent_key_and_reads_the_audit_trail_and
 
 
 def test_readable_on_a_phone_and_at_200_percent(stack, browser: Browser) -> None:  # type: ignore[no-untyped-def]
-    for viewport, scale, name in (({"width": 390, "height": 844}, 1, "phone"), ({"width": 640, "height": 450}, 2, None)):
+    for viewport, scale, name in (
+        ({"width": 390, "height": 844}, 1, "phone"),
+        ({"width": 640, "height": 450}, 2, None),
+    ):
         context = browser.new_context(viewport=viewport, device_scale_factor=scale)
         page = context.new_page()
         page.set_default_timeout(20_000)
