@@ -2,7 +2,7 @@
 // progress and error messages.
 
 import * as api from "./api.js";
-import { h, clear, field, button, checkbox } from "./ui.js";
+import { h, append, clear, field, button, checkbox } from "./ui.js";
 import { memoryView } from "./memory.js";
 import { workspaceView } from "./workspace.js";
 
@@ -172,11 +172,11 @@ function render() {
   clear(bar);
   const tokens = api.session();
   const who = app.scopes ? `${app.scopes.principal.handle}` : "";
-  bar.append(
+  append(bar, [
     who ? h("span", { id: "who" }, `Signed in as ${who}`) : h("span", {}, "Signed in"),
     tokens && tokens.scope === "memory/read" ? h("span", { class: "badge" }, "read-only") : null,
     button("Sign out", signOut, { id: "signout" }),
-  );
+  ]);
   clear(main);
   main.append(chooser());
   if (!app.scopes && !app.isAdmin) return;

@@ -220,7 +220,7 @@ export function workspaceView(app) {
   }
 
   const scopesNote = app.memoryOff ? h("p", { class: "notice" }, "Memory is off in this workspace: turn it on to use My memory.") : null;
-  root.append(scopesNote, feature, members, invitations, keys, contexts, chartBox, audit);
+  append(root, [scopesNote, feature, members, invitations, keys, contexts, chartBox, audit]);
   quietly(Promise.all([loadFeature(), loadMembers(), loadInvitations(), loadKeys(), loadContexts(), loadAudit(false), loadChart()]));
   return root;
 }
