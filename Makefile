@@ -18,6 +18,9 @@ $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# The console's browser tests (tests/e2e/test_console.py) drive Debian's chromium.
+	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q chromium; } \
+		|| echo "make: install chromium (apt-get install chromium) for the browser tests"
 	touch $(STAMP)
 
 $(CONFORMANCE): $(STAMP)

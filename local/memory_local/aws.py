@@ -50,6 +50,7 @@ RESOURCE_SERVER = "memory"
 SCOPE_NAMES: tuple[str, ...] = ("read", "write.personal", "write.shared", "delete", "admin")
 MEMORY_SCOPES: tuple[str, ...] = tuple(f"{RESOURCE_SERVER}/{name}" for name in SCOPE_NAMES)
 PEOPLE_CLIENT_NAME = "memory-people"
+CONSOLE_CLIENT_NAME = "memory-console"
 IDEMPOTENCY_TABLE = "memory-idempotency"
 SIGNIN_TABLE = "memory-signin"
 AUDIT_BUS = "memory-audit"
@@ -389,6 +390,30 @@ class LocalAws(StartsAndStops):
             SupportedIdentityProviders=["COGNITO"],
         )["UserPoolClient"]
         return str(created["ClientId"])
+
+    def ensure_console_client(self, callback_urls: Sequence[str]) -> str:
+        """The web console's public app client (the template's ``ConsoleClient``):
+        authorization code + PKCE, every memory scope, exactly ``callback_urls`` (the
+        console's own address on this machine, set again on every start since the
+        port may change)."""
+        pool_id = self.provisioned.user_pool_id
+        settings: dict[str, Any] = {
+            "UserPoolId": pool_id,
+            "ClientName": CONSOLE_CLIENT_NAME,
+            "ExplicitAuthFlows": ["ALLOW_REFRESH_TOKEN_AUTH"],
+            "AllowedOAuthFlows": ["code"],
+            "AllowedOAuthScopes": list(MEMORY_SCOPES),
+            "AllowedOAuthFlowsUserPoolClient": True,
+            "CallbackURLs": list(callback_urls),
+            "SupportedIdentityProviders": ["COGNITO"],
+        }
+        cognito = self._client("cognito-idp")
+        existing = self._find_client(pool_id, CONSOLE_CLIENT_NAME)
+        if existing is not None:
+            cognito.update_user_pool_client(ClientId=existing, **settings)
+            return existing
+        created = cognito.create_user_pool_client(GenerateSecret=False, **settings)
+        return str(created["UserPoolClient"]["ClientId"])
 
     def _ensure_table(self, name: str, key: str, ttl_attribute: str) -> None:
         """A table keyed by the string attribute ``key``, with TTL on ``ttl_attribute``:

@@ -92,11 +92,15 @@ def _starting(event: dict[str, Any], context: Any) -> Any:
     raise RuntimeError("the dev stack is still starting")
 
 
-def load_handler_module() -> ModuleType:
-    """``functions/mcp/app.py``, the Lambda handler itself (it reads os.environ)."""
-    spec = importlib.util.spec_from_file_location("mcp_app", ROOT / "functions" / "mcp" / "app.py")
+def load_handler_module(function: str = "mcp") -> ModuleType:
+    """``functions/{function}/app.py``, the Lambda handler itself (the MCP one reads
+    os.environ)."""
+    spec = importlib.util.spec_from_file_location(
+        f"{function}_app", ROOT / "functions" / function / "app.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -247,6 +251,17 @@ class DevStack:
         self.gateway.management = self.management.route
         self.gateway.authorization = self.authorization.route
         self.gateway.authorizer_handler = authorizer.authorize
+        # The web console (functions/console), with its own public app client whose
+        # callbacks are its address here under each loopback name (the template's
+        # ConsoleClient has the deployed one).
+        console_urls = [
+            f"http://{host}:{self.port}/console/" for host in ("127.0.0.1", "localhost")
+        ]
+        console_client_id = self.aws.ensure_console_client(console_urls)
+        console = load_handler_module("console").build_console(
+            {"CONSOLE_CLIENT_ID": console_client_id, "OAUTH_BASE_URL": base_url}
+        )
+        self.gateway.console = console.route
         sink = EventBridgeSink(self.aws.client("events"), provisioned.bus_name)
         threading.Thread(target=self._sweeper, args=(roles.auditor_url, sink), daemon=True).start()
         if self.audit_tap:
@@ -267,6 +282,8 @@ class DevStack:
             "aws_endpoint_url": self.aws.endpoint_url,
             "api_url": self.gateway.url,
             "user_pool_id": provisioned.user_pool_id,
+            "console_url": f"{base_url}/console/",
+            "console_client_id": console_client_id,
         }
         endpoint_file = self.root / "endpoint.json"
         endpoint_file.write_text(json.dumps(self.info, indent=2) + "\n")
@@ -377,6 +394,7 @@ def client_instructions(info: dict[str, Any], endpoint_file: str) -> str:
         [
             "",
             f"MCP endpoint      {url}",
+            f"web console       {info['console_url']}  (sign in as alice, bob or carol)",
             f"tokens            {endpoint_file} (tokens.alice, tokens.bob, tokens['ci-bot'], …)",
             f'inspect database  psql "$(jq -r .database_url {endpoint_file})"',
             "",

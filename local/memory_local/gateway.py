@@ -8,8 +8,9 @@ this service and nothing more:
   Lambda authorizer) and ``GET /.well-known/oauth-protected-resource/w/{workspace}/mcp``
   (public) to the MCP handler, ``GET /.well-known/oauth-authorization-server`` and
   ``POST /register`` (public) to the management handler, ``GET``/``POST /authorize``
-  (public: the product's authorization endpoint) to the authorization handler;
-  everything else is 404 ``{"message":"Not Found"}``;
+  (public: the product's authorization endpoint) to the authorization handler,
+  ``GET /console`` and ``GET /console/{proxy+}`` (public: the web console's static
+  files) to the console handler; everything else is 404 ``{"message":"Not Found"}``;
 - runs the deployed authorizer code (``memory_server.signin.authorizer``) the way
   API Gateway calls it, with its result cache and its answers
   (:mod:`memory_local.authorizer`): 401 ``{"message":"Unauthorized"}`` and 403
@@ -75,6 +76,7 @@ METADATA_ROUTE = "GET /.well-known/oauth-protected-resource/w/{workspace}/mcp"
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTER_PATH = "/register"
 PRODUCT_AUTHORIZE_PATH = "/authorize"  # the product's (signin.authorization)
+CONSOLE_PATH = "/console"  # the web console (functions/console)
 JWKS_PATH = "/.well-known/jwks.json"
 TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a URL path, not a secret
 AUTHORIZE_PATH = "/oauth2/authorize"
@@ -93,7 +95,9 @@ class Route:
     key: str  # the routeKey API Gateway puts in the event
     method: str | None  # None: ANY
     pattern: re.Pattern[str]  # over the decoded path; named groups are path parameters
-    target: Literal["lambda", "management", "authorization", "jwks", "token", "authorize"]
+    target: Literal[
+        "lambda", "management", "authorization", "console", "jwks", "token", "authorize"
+    ]
     authorized: bool = False  # behind the Lambda authorizer
 
 
@@ -129,6 +133,13 @@ ROUTES: tuple[Route, ...] = (
             "authorization",
         )
         for method in ("GET", "POST")
+    ),
+    Route(f"GET {CONSOLE_PATH}", "GET", re.compile(rf"^{re.escape(CONSOLE_PATH)}$"), "console"),
+    Route(
+        f"GET {CONSOLE_PATH}/{{proxy+}}",
+        "GET",
+        re.compile(rf"^{re.escape(CONSOLE_PATH)}/(?P<proxy>.*)$"),
+        "console",
     ),
     # The user pool's endpoints (its own domain in AWS).
     Route(f"GET {JWKS_PATH}", "GET", re.compile(rf"^{re.escape(JWKS_PATH)}$"), "jwks"),
@@ -242,8 +253,9 @@ class ApiGateway(StartsAndStops):
     ``authorizer`` is the Lambda authorizer's handler; by default the deployed
     ``TokenAuthorizer`` over that issuer and key set, with this gateway's URL as the
     public base URL (made on ``start``). ``management`` is the management function's
-    handler (RFC 8414 metadata, registration) and ``authorization`` the authorization
-    function's (``/authorize``); without them those routes answer 404.
+    handler (RFC 8414 metadata, registration), ``authorization`` the authorization
+    function's (``/authorize``) and ``console`` the console function's (``/console/``);
+    without them those routes answer 404.
 
     ``max_concurrency`` bounds simultaneous invocations (1 imitates one Lambda
     container for a handler whose per-container state is not thread-safe); by
@@ -263,6 +275,7 @@ class ApiGateway(StartsAndStops):
         authorizer: Handler | None = None,
         management: Handler | None = None,
         authorization: Handler | None = None,
+        console: Handler | None = None,
         authorizer_ttl_s: float = AUTHORIZER_CACHE_TTL_S,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -286,6 +299,7 @@ class ApiGateway(StartsAndStops):
         self.authorizer = LambdaAuthorizer(self._authorize, ttl_s=authorizer_ttl_s)
         self.management = management
         self.authorization = authorization
+        self.console = console
         self.aws = aws
         self.host = host
         self.port = port
@@ -399,6 +413,11 @@ class ApiGateway(StartsAndStops):
                 return _message(404, "Not Found")
             event = self.build_event(request, route, parameters, None, request_id)
             return self._invoke(event, self.authorization, "AuthorizationFunction")
+        if route.target == "console":
+            if self.console is None:
+                return _message(404, "Not Found")
+            event = self.build_event(request, route, parameters, None, request_id)
+            return self._invoke(event, self.console, "ConsoleFunction")
 
         context: dict[str, Any] | None = None
         if route.authorized:

@@ -21,7 +21,12 @@ from memory_server.signin import authorization, authorizer, management, registra
 from tests.infra.conftest import NESTED, ROOT, TEMPLATE, resources_of
 
 IN_VPC = ("McpFunction", "AuditSweeperFunction", "MigrationFunction")
-OUTSIDE_VPC = ("AuthorizerFunction", "ManagementFunction", "AuthorizationFunction")
+OUTSIDE_VPC = (
+    "AuthorizerFunction",
+    "ManagementFunction",
+    "AuthorizationFunction",
+    "ConsoleFunction",
+)
 FUNCTIONS = (*IN_VPC, *OUTSIDE_VPC)
 ROLES = {
     "McpFunction": "McpRole",
@@ -30,6 +35,7 @@ ROLES = {
     "AuthorizerFunction": "AuthorizerRole",
     "ManagementFunction": "ManagementRole",
     "AuthorizationFunction": "AuthorizationRole",
+    "ConsoleFunction": "ConsoleRole",
 }
 MCP_PATH = "/w/{workspace}/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/w/{workspace}/mcp"
@@ -37,7 +43,9 @@ ADMIN_PATH = "/w/{workspace}/admin/{proxy+}"
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 REGISTER_PATH = "/register"
 AUTHORIZE_PATH = "/authorize"
+CONSOLE = {("/console", "get"), ("/console/{proxy+}", "get")}  # static files
 PUBLIC = {
+    *CONSOLE,
     (METADATA_PATH, "get"),
     (AS_METADATA_PATH, "get"),
     (REGISTER_PATH, "post"),
@@ -285,6 +293,12 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
         "cognito-idp:DescribeUserPoolClient": [pool],
         "secretsmanager:GetSecretValue": [{"Ref": "ConsentSecret"}],
     }
+    # The console function finds its app client by name; it changes nothing.
+    assert _role_actions(transformed, "ConsoleRole") == {
+        "logs:CreateLogStream": [{"Fn::GetAtt": ["ConsoleLogGroup", "Arn"]}],
+        "logs:PutLogEvents": [{"Fn::GetAtt": ["ConsoleLogGroup", "Arn"]}],
+        "cognito-idp:ListUserPoolClients": [pool],
+    }
     # The MCP function records registered clients' last use, nothing else there.
     assert mcp["dynamodb:UpdateItem"] == [table, signin_table]
     assert [a for a in mcp if a.startswith("dynamodb:") and signin_table in mcp[a]] == [
@@ -307,6 +321,8 @@ def test_only_the_management_function_may_write_to_the_user_pool(
             assert cognito
         elif role == "AuthorizationRole":
             assert cognito == ["cognito-idp:DescribeUserPoolClient"]  # a read, for /authorize
+        elif role == "ConsoleRole":
+            assert cognito == ["cognito-idp:ListUserPoolClients"]  # a read: its client's id
         else:
             # Not even a read: the MCP function reaches the pool only through the
             # management function, which is outside the VPC.
@@ -393,26 +409,38 @@ def test_each_route_has_its_own_throttle(sam_template: dict[str, Any]) -> None:
     stage's default."""
     api = sam_template["Resources"]["HttpApi"]["Properties"]
     routes = api["RouteSettings"]
-    sign_in = {f"{method.upper()} {path}" for path, method in PUBLIC} - {f"GET {METADATA_PATH}"}
-    assert set(routes) == {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"} | sign_in
+    console = {f"{method.upper()} {path}" for path, method in CONSOLE}
+    sign_in = {f"{method.upper()} {path}" for path, method in PUBLIC} - {
+        f"GET {METADATA_PATH}",
+        *console,
+    }
+    assert set(routes) == (
+        {f"ANY {MCP_PATH}", f"ANY {ADMIN_PATH}", f"GET {METADATA_PATH}"} | sign_in | console
+    )
     limits = {
         key: (value["ThrottlingRateLimit"]["Ref"], value["ThrottlingBurstLimit"]["Ref"])
         for key, value in routes.items()
     }
     # One parameter pair per route; the sign-in routes (one client's discovery,
-    # registration and authorization) share theirs.
-    assert len(set(limits.values())) == 4
+    # registration and authorization) share theirs, the console's files theirs.
+    assert len(set(limits.values())) == 5
+    assert {limits[key] for key in console} == {("ConsoleRateLimit", "ConsoleBurstLimit")}
     assert {limits[key] for key in sign_in} == {("SigninRateLimit", "SigninBurstLimit")}
     params = sam_template["Parameters"]
     for rate, burst in limits.values():
         assert params[rate]["Default"] <= params[burst]["Default"]
     mcp_rate = params["McpRateLimit"]["Default"]
-    for public in (f"GET {METADATA_PATH}", *sign_in):
+    for public in (f"GET {METADATA_PATH}", *sign_in, *console):
         assert params[limits[public][0]]["Default"] < mcp_rate, public
     # The routes the functions declare are exactly the keys throttled.
     declared = {
         f"{event['Properties']['Method']} {event['Properties']['Path']}"
-        for function in ("McpFunction", "ManagementFunction", "AuthorizationFunction")
+        for function in (
+            "McpFunction",
+            "ManagementFunction",
+            "AuthorizationFunction",
+            "ConsoleFunction",
+        )
         for event in sam_template["Resources"][function]["Properties"]["Events"].values()
         if event["Type"] == "HttpApi"
     }
