@@ -230,9 +230,11 @@ def _show_list(
 
 
 @contextmanager
-def progress_bar(settings: Settings, what: str) -> Iterator[Callable[[int, int], None]]:
+def progress_bar(settings: Settings, what: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A bar on stderr: records counted while the total is unknown (listing), then
+    done out of the total."""
     with Progress(
-        TextColumn(what),
+        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -240,8 +242,9 @@ def progress_bar(settings: Settings, what: str) -> Iterator[Callable[[int, int],
     ) as bar:
         task = bar.add_task(what, total=None)
 
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def update(done: int, total: int | None) -> None:
+            described = f"{what}: listing" if total is None else what
+            bar.update(task, description=described, completed=done, total=total)
 
         yield update
 

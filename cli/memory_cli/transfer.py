@@ -51,7 +51,7 @@ from memory_server.domain.limits import CONTENT_MAX_BYTES
 
 MANIFEST = "memory-export.json"
 Namespace = Literal["workspace", "me"]
-Progress = Callable[[int, int], None]  # (done, total)
+Progress = Callable[[int, int | None], None]  # (done, total; None while still counting)
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(\n|\Z)", re.DOTALL)
 # Our block: "memory:" then only "  key: value" lines, then the closing "---". It
@@ -158,8 +158,14 @@ def _ok(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def list_records(tools: ToolCaller, namespace: Namespace, context: str) -> list[dict[str, Any]]:
-    """The namespace's records that live in exactly ``context`` (not its ancestors)."""
+def list_records(
+    tools: ToolCaller,
+    namespace: Namespace,
+    context: str,
+    listed: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The namespace's records that live in exactly ``context`` (not its ancestors);
+    ``listed`` hears how many were found after each page."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
@@ -168,6 +174,8 @@ def list_records(tools: ToolCaller, namespace: Namespace, context: str) -> list[
             arguments["cursor"] = cursor
         page = _ok(tools.call("memory_list", arguments, context=context))
         items += [item for item in page["items"] if item["context"] == context]
+        if listed is not None:
+            listed(len(items))
         cursor = page.get("next_cursor")
         if not cursor:
             return items
@@ -208,8 +216,14 @@ def export_namespace(
     report = ExportReport(namespace)
     found: list[tuple[str, dict[str, Any]]] = []
     for key in keys:
+        before = len(found)
+
+        def listed(count: int, before: int = before) -> None:
+            if progress is not None:  # still counting: no total yet
+                progress(before + count, None)
+
         try:
-            found += [(key, item) for item in list_records(tools, namespace, key)]
+            found += [(key, item) for item in list_records(tools, namespace, key, listed)]
         except ContextRefused:
             report.skipped_contexts.append(key)
     for done, (key, item) in enumerate(found, 1):

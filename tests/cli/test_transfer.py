@@ -149,7 +149,7 @@ def test_export_then_import_reproduces_every_record_and_reimport_is_a_no_op(
     usage = call(admin_service, source.slug, "GET", "/contexts", alice).body["in_use"]
     contexts = [u["context"] for u in usage]
     assert sorted(contexts) == sorted(CONTEXTS)
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int | None]] = []
     registered = [
         c["context"]
         for c in call(admin_service, source.slug, "GET", "/contexts", alice).body["contexts"]
@@ -164,7 +164,11 @@ def test_export_then_import_reproduces_every_record_and_reimport_is_a_no_op(
     )
     assert transfer.private_in_export(tmp_path) == ["dm:ab"]
     assert report.records == len(records) and report.skipped_contexts == []
-    assert seen[-1] == (len(records), len(records))
+    # Counted while listing (no total yet), then every record read out of the total.
+    counting = [done for done, total in seen if total is None]
+    assert counting and counting == sorted(counting) and counting[-1] == len(records)
+    reading = [(done, total) for done, total in seen if total is not None]
+    assert reading == [(n, len(records)) for n in range(1, len(records) + 1)]
     assert (
         (tmp_path / "workspace/skills/review/SKILL.md").read_text().startswith("---\nname: review")
     )
