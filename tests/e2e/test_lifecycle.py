@@ -374,6 +374,10 @@ def test_the_briefing_prompt_and_the_instructions(stack, generation: str) -> Non
             with pytest.raises(MCPError) as caught:
                 await alice.get_prompt("memory-briefing", {"since": "yesterday"})
             assert caught.value.error.code == -32602
+            named = await alice.complete(
+                t.PromptReference(name="memory-briefing"), {"name": "name", "value": "memory-b"}
+            )
+            assert named.completion.values[0] == "memory-briefing"
             instructions = alice.instructions
             assert instructions is not None
             assert len(instructions.encode()) <= INSTRUCTIONS_MAX_BYTES

@@ -21,6 +21,7 @@ import mcp_types as t
 from memory_server.domain.addresses import KINDS, Kind, Namespace
 from memory_server.domain.content import PROMPT_NAME_ARGUMENT
 from memory_server.domain.errors import RpcError, ToolError
+from memory_server.domain.limits import COMPLETION_MAX_VALUES
 from memory_server.operations.path_completion import (
     Completion,
     complete_paths,
@@ -29,7 +30,7 @@ from memory_server.operations.path_completion import (
 from memory_server.operations.store import Store
 from memory_server.protocol import budget
 from memory_server.protocol.dispatcher import Request
-from memory_server.protocol.prompts import rpc_error
+from memory_server.protocol.prompts import BRIEFING, rpc_error
 from memory_server.protocol.resources import TEMPLATES
 from memory_server.protocol.tools import CallContext
 
@@ -93,4 +94,11 @@ def _prompt(
     # A declared argument takes free text; ``name`` is reserved for the prompt names.
     if argument.name != PROMPT_NAME_ARGUMENT:
         return NOTHING
-    return complete_prompt_names(store, context.caller, argument.value, context.deadline)
+    found = complete_prompt_names(store, context.caller, argument.value, context.deadline)
+    if not BRIEFING.startswith(argument.value) or "read" not in context.caller.grants:
+        return found
+    # The briefing leads, as it leads prompts/list; a skill of its name is shadowed.
+    names = [BRIEFING, *(name for name in found.values if name != BRIEFING)]
+    return Completion(
+        names[:COMPLETION_MAX_VALUES], found.more or len(names) > COMPLETION_MAX_VALUES
+    )
