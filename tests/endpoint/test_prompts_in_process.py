@@ -223,12 +223,19 @@ def test_completion_offers_only_paths_and_names_in_view(service, world) -> None:
         assert complete(service, ws, alice, SHARED, "path", prefix)["values"] == []
 
     assert complete(service, ws, alice, PROMPT, "name", "")["values"] == [
+        "memory-briefing",
         "planning",
         "me/plan-mine",
     ]
     assert complete(service, ws, alice, PROMPT, "name", "me/")["values"] == ["me/plan-mine"]
-    assert complete(service, ws, alice, PROMPT, "name", "m")["values"] == ["me/plan-mine"]
-    assert complete(service, ws, bob, PROMPT, "name", "")["values"] == ["planning"]
+    assert complete(service, ws, alice, PROMPT, "name", "m")["values"] == [
+        "memory-briefing",  # the briefing leads, for anyone who may read
+        "me/plan-mine",
+    ]
+    assert complete(service, ws, bob, PROMPT, "name", "")["values"] == [
+        "memory-briefing",
+        "planning",
+    ]
     assert complete(service, ws, bob, PROMPT, "name", "me/")["values"] == []
 
 
