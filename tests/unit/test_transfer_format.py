@@ -311,7 +311,7 @@ def exported(tmp_path: Path) -> tuple[FakeTools, Path, transfer.ExportReport]:
     for (context, uri), content in RECORDS.items():
         tools.add(context, uri, content, source=f"seed {context}")
     tools.add("workspace", "memory://me/notes/mine.md", "another namespace")
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int | None]] = []
     report = transfer.export_namespace(
         tools,
         "workspace",
@@ -320,7 +320,12 @@ def exported(tmp_path: Path) -> tuple[FakeTools, Path, transfer.ExportReport]:
         private_contexts=["channel:secret", "dm:ab"],
         progress=lambda done, total: seen.append((done, total)),
     )
-    assert seen == [(n, len(RECORDS)) for n in range(1, len(RECORDS) + 1)]
+    # Counted while listing (no total yet, never going back), then read out of the total.
+    counted = [done for done, total in seen if total is None]
+    assert counted == sorted(counted) and counted[-1] == len(RECORDS)
+    read = [(done, total) for done, total in seen if total is not None]
+    assert read == [(n, len(RECORDS)) for n in range(1, len(RECORDS) + 1)]
+    assert seen.index(read[0]) > seen.index((counted[-1], None))
     return tools, tmp_path, report
 
 
