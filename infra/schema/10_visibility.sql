@@ -53,9 +53,9 @@ CREATE OR REPLACE FUNCTION is_live(expires timestamptz) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN expires IS NULL OR expires > now();
 
--- The same at this instant, for a change or a delete that holds the record's row lock
--- (memory.change_record, memory.delete_record): is_live compares with now(), the
--- start of the transaction, which may be long before the lock was granted.
+-- The same at this instant, for a change or a delete that holds the record's row
+-- lock (memory.lock_live): is_live compares with now(), the start of the
+-- transaction, which may be long before the lock was granted.
 CREATE OR REPLACE FUNCTION held_live(expires timestamptz) RETURNS boolean
 LANGUAGE sql VOLATILE PARALLEL SAFE
 RETURN expires IS NULL OR expires > clock_timestamp();

@@ -82,15 +82,41 @@ REVOKE ALL ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, u
 GRANT EXECUTE ON FUNCTION create_record(uuid, uuid, text, text, text, text, text, uuid, text, text,
                                         text, text, timestamptz, boolean) TO memory_runtime;
 
+-- Lock a record in the caller's view for a change or a delete, and say whether it is
+-- still live once held: the expiry is judged by the clock under the lock
+-- (held_live), since a change that waited for the row past the record's expiry must
+-- change nothing. FOR UPDATE: a delete needs it, and a change loses nothing by it
+-- (no foreign key points at memories).
+CREATE OR REPLACE FUNCTION lock_live(p_id uuid, p_workspace_id uuid, p_owners uuid[],
+                                     p_contexts text[])
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    held timestamptz;  -- its expiry, read under the row lock
+BEGIN
+    SELECT m.expires_at INTO held
+    FROM memories AS m
+    WHERE m.id = p_id
+      AND m.workspace_id = p_workspace_id
+      AND m.owner_id = ANY (p_owners)
+      AND m.context_key = ANY (p_contexts)
+      AND is_live(m.expires_at)
+    FOR UPDATE;
+    RETURN FOUND AND held_live(held);
+END
+$$;
+REVOKE ALL ON FUNCTION lock_live(uuid, uuid, uuid[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lock_live(uuid, uuid, uuid[], text[]) TO memory_runtime;
+
 -- No row back: the record moved on (a conflict) or left the caller's view. Expiry:
 -- with p_keep_expiry the record's stays, else it becomes p_expires_at (NULL: never).
 -- Pinned: NULL leaves it.
 --
--- The row is locked first and its expiry compared with the clock once the lock is
--- held (held_live): a change that waited for the row (behind another writer) past
--- the record's expiry would otherwise judge it by its transaction's start, now(),
--- and commit to a record every reader already finds gone, or bring it back, with
--- its history, by removing the expiry.
+-- The row is locked first (lock_live): a change that waited for the row (behind
+-- another writer) past the record's expiry would otherwise judge it by its
+-- transaction's start, now(), and commit to a record every reader already finds
+-- gone, or bring it back, with its history, by removing the expiry.
 DROP FUNCTION IF EXISTS change_record(uuid, integer, uuid, uuid[], text[], text, text, text, text,
                                       uuid, text, text, text, text);
 CREATE OR REPLACE FUNCTION change_record(p_id uuid, p_expected_revision integer,
@@ -106,17 +132,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
     rec memories;  -- the record as changed
-    held timestamptz;  -- its expiry, read under the row lock
 BEGIN
-    SELECT m.expires_at INTO held
-    FROM memories AS m
-    WHERE m.id = p_id
-      AND m.workspace_id = p_workspace_id
-      AND m.owner_id = ANY (p_owners)
-      AND m.context_key = ANY (p_contexts)
-      AND is_live(m.expires_at)
-    FOR NO KEY UPDATE;
-    IF NOT FOUND OR NOT held_live(held) THEN
+    IF NOT lock_live(p_id, p_workspace_id, p_owners, p_contexts) THEN
         RETURN;
     END IF;
     UPDATE memories AS m
@@ -250,17 +267,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
     gone memories;
-    held timestamptz;  -- its expiry, read under the row lock
 BEGIN
-    SELECT m.expires_at INTO held
-    FROM memories AS m
-    WHERE m.id = p_id
-      AND m.workspace_id = p_workspace_id
-      AND m.owner_id = ANY (p_owners)
-      AND m.context_key = ANY (p_contexts)
-      AND is_live(m.expires_at)
-    FOR UPDATE;
-    IF NOT FOUND OR NOT held_live(held) THEN
+    IF NOT lock_live(p_id, p_workspace_id, p_owners, p_contexts) THEN
         RETURN;
     END IF;
     DELETE FROM memories AS m
