@@ -230,14 +230,21 @@ GRANT EXECUTE ON FUNCTION create_record_unless_taken(uuid, uuid, text[], text, t
 -- What every purge leaves of a record that is gone (deleted, or expired): no content
 -- in any revision, a tombstone revision with the operation and its writer (the nil
 -- UUID: the server itself), and the audit outbox row. Runs with the rights of its
--- caller: delete_record's (row-level security: the delete grant) or the sweeper's.
+-- caller: delete_record's (row-level security: the delete grant), the sweeper's, or
+-- an admin's deleting a context wholesale (70_admin.sql). Returns how many revisions
+-- had content to purge.
+DROP FUNCTION IF EXISTS purge_record(memories, text, uuid, text, text);
 CREATE OR REPLACE FUNCTION purge_record(gone memories, p_operation text, p_writer_id uuid,
                                         p_request_id text, p_uri text)
-RETURNS void
+RETURNS integer
 LANGUAGE plpgsql VOLATILE SET search_path = memory, pg_temp
 AS $$
+DECLARE
+    purged integer;
 BEGIN
-    UPDATE revisions AS r SET title = NULL, body = NULL WHERE r.memory_id = gone.id;
+    UPDATE revisions AS r SET title = NULL, body = NULL
+    WHERE r.memory_id = gone.id AND (r.title IS NOT NULL OR r.body IS NOT NULL);
+    GET DIAGNOSTICS purged = ROW_COUNT;
     INSERT INTO revisions
         (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
          title, body, writer_id, source, request_id)
@@ -250,6 +257,7 @@ BEGIN
             CASE WHEN audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key)
                  THEN p_uri ELSE 'memory://record/' || gone.id::text END,
             p_operation, gone.revision + 1, p_writer_id, NULL, p_request_id);
+    RETURN purged;
 END
 $$;
 REVOKE ALL ON FUNCTION purge_record(memories, text, uuid, text, text) FROM PUBLIC;

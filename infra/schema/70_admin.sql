@@ -286,6 +286,9 @@ DECLARE
     me constant uuid := setting_uuid('app.principal_id');
     kind constant text := registrable_kind(p_key);
     is_private boolean;
+    gone memories;
+    deleted bigint := 0;
+    purged bigint := 0;
 BEGIN
     IF NOT coalesce(is_admin(ws), false) THEN
         RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
@@ -298,31 +301,18 @@ BEGIN
     DELETE FROM context_members WHERE workspace_id = ws AND context_key = p_key;
     DELETE FROM idempotency_keys AS k
     WHERE k.workspace_id = ws AND split_part(k.context_key, '/', 1) = p_key;
-    RETURN QUERY
-    WITH gone AS (
+    -- Each record purged as memory_delete purges one (purge_record, 40_writes.sql);
+    -- in a private context the audit row names it by id only.
+    FOR gone IN
         DELETE FROM memories AS m
         WHERE m.workspace_id = ws AND split_part(m.context_key, '/', 1) = p_key
         RETURNING m.*
-    ), purged AS (
-        UPDATE revisions AS r SET title = NULL, body = NULL
-        FROM gone
-        WHERE r.memory_id = gone.id AND (r.title IS NOT NULL OR r.body IS NOT NULL)
-        RETURNING 1
-    ), tombstones AS (
-        INSERT INTO revisions
-            (workspace_id, memory_id, revision, operation, owner_id, context_key, kind, path,
-             title, body, writer_id, source, request_id)
-        SELECT gone.workspace_id, gone.id, gone.revision + 1, 'delete', gone.owner_id,
-               gone.context_key, gone.kind, gone.path, NULL, NULL, me, NULL, p_request_id
-        FROM gone
-    ), events AS (
-        INSERT INTO audit_outbox
-            (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-        SELECT gone.workspace_id, gone.id, 'memory://record/' || gone.id::text, 'delete',
-               gone.revision + 1, me, NULL, p_request_id
-        FROM gone
-    )
-    SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM purged);
+    LOOP
+        purged := purged + purge_record(gone, 'delete', me, p_request_id,
+                                        'memory://record/' || gone.id::text);
+        deleted := deleted + 1;
+    END LOOP;
+    RETURN QUERY SELECT deleted, purged;
 END
 $$;
 REVOKE ALL ON FUNCTION admin_delete_context(text, text) FROM PUBLIC;
