@@ -692,16 +692,7 @@ class Bench:
 
         def sql_rls(_: int) -> object:
             with self.db.read(caller, _deadline()) as tx:
-                found = records.brief(
-                    tx,
-                    caller,
-                    content_chars=4096,
-                    pinned=20,
-                    since=None,
-                    recent=20,
-                    head_chars=600,
-                    skills=20,
-                )
+                found = records.brief(tx, caller, since=None)
             return found.get()
 
         def floor(_: int) -> object:

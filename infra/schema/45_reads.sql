@@ -41,16 +41,21 @@ GRANT EXECUTE ON FUNCTION skill_page(uuid, uuid[], text[], integer, text, uuid, 
 
 -- The briefing, in three sections of rows:
 -- 'pinned': pinned memories and notes in view, the caller's personal ones first, then
---   by context, nearest first, then newest; the head of each body (p_content_chars)
+--   by context, nearest first, then newest; the head of each body
 --   and whether there is more (cut);
 -- 'recent': the other memories and notes in view changed after p_since (or the
 --   latest), newest first, without bodies, with the writer's handle (looked up once
 --   per writer: a definer function, 0.1 ms a call);
 -- 'skill': the first skills in view, as skill_page gives them (head in content).
+-- The sections' sizes are constants (limits.BRIEF_*), not parameters: the cached plan
+-- of a query whose LIMIT is a parameter is made for an unknown limit (a tenth of the
+-- rows), and for a recent-changes walk over 200,000 records in view that plan sorted
+-- them all (1.4 s a briefing, bench/results/store-1m-run11.json) where the index
+-- memories_recent, read newest first, stops after a few rows.
+DROP FUNCTION IF EXISTS brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
+                              integer, integer);
 CREATE OR REPLACE FUNCTION brief(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
-                                 p_content_chars integer, p_pinned integer,
-                                 p_since timestamptz, p_recent integer, p_head_chars integer,
-                                 p_skills integer)
+                                 p_since timestamptz)
 RETURNS TABLE (section text, id uuid, owner_id uuid, context_key text, kind text, path text,
                title text, revision integer, updated_at timestamptz, content text, cut boolean,
                updated_by text)
@@ -59,14 +64,14 @@ AS $$
 BEGIN
     RETURN QUERY
         SELECT 'pinned', m.id, m.owner_id, m.context_key::text, m.kind::text, m.path::text,
-               m.title, m.revision, m.updated_at, left(m.body, p_content_chars),
-               char_length(m.body) > p_content_chars, NULL::text
+               m.title, m.revision, m.updated_at, left(m.body, {{BRIEF_CONTENT_BYTES}}),
+               char_length(m.body) > {{BRIEF_CONTENT_BYTES}}, NULL::text
         FROM records_in_view(p_workspace_id, p_owners, p_contexts) AS m
         WHERE m.pinned
           AND m.kind IN ('memories', 'notes')
         ORDER BY m.owner_id = '00000000-0000-0000-0000-000000000000',
                  array_position(p_contexts, m.context_key::text), m.updated_at DESC, m.id
-        LIMIT p_pinned;
+        LIMIT {{BRIEF_PINNED_ITEMS}};
     RETURN QUERY
         WITH recent AS (
             SELECT m.id, m.owner_id, m.context_key, m.kind, m.path, m.title, m.revision,
@@ -76,7 +81,7 @@ BEGIN
               AND m.kind IN ('memories', 'notes')
               AND (p_since IS NULL OR m.updated_at > p_since)
             ORDER BY m.updated_at DESC, m.id
-            LIMIT p_recent
+            LIMIT {{BRIEF_RECENT_ITEMS}}
         ), writers AS (
             SELECT w.updated_by, principal_handle(w.updated_by) AS handle
             FROM (SELECT DISTINCT r.updated_by FROM recent AS r) AS w
@@ -89,11 +94,9 @@ BEGIN
     RETURN QUERY
         SELECT 'skill', s.id, s.owner_id, s.context_key, 'skills', s.path, s.title, s.revision,
                NULL::timestamptz, s.head, NULL::boolean, NULL::text
-        FROM skill_page(p_workspace_id, p_owners, p_contexts, p_head_chars, '',
-                        '00000000-0000-0000-0000-000000000000', p_skills) AS s;
+        FROM skill_page(p_workspace_id, p_owners, p_contexts, {{SKILL_HEAD_CHARS}}, '',
+                        '00000000-0000-0000-0000-000000000000', {{BRIEF_SKILL_ITEMS}}) AS s;
 END
 $$;
-REVOKE ALL ON FUNCTION brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
-                             integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
-                                integer, integer) TO memory_runtime;
+REVOKE ALL ON FUNCTION brief(uuid, uuid[], text[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION brief(uuid, uuid[], text[], timestamptz) TO memory_runtime;

@@ -132,6 +132,11 @@ def schema_values() -> dict[str, str]:
         "SEARCH_RARE_WORD_RECORDS": _literal(limits.SEARCH_RARE_WORD_RECORDS),
         "SEARCH_SEGMENTS_FIRST": _literal(limits.SEARCH_SEGMENTS_FIRST),
         "SEARCH_SEGMENTS_AFTER": _literal(limits.SEARCH_SEGMENTS_AFTER),
+        "BRIEF_CONTENT_BYTES": _literal(limits.BRIEF_CONTENT_BYTES),
+        "BRIEF_PINNED_ITEMS": _literal(limits.BRIEF_PINNED_ITEMS),
+        "BRIEF_RECENT_ITEMS": _literal(limits.BRIEF_RECENT_ITEMS),
+        "BRIEF_SKILL_ITEMS": _literal(limits.BRIEF_SKILL_ITEMS),
+        "SKILL_HEAD_CHARS": _literal(limits.SKILL_HEAD_CHARS),
     }
 
 

@@ -286,30 +286,12 @@ def skill_page(
     return tx.query("skill_page", params, every)
 
 
-def brief(
-    tx: Transaction,
-    caller: Caller,
-    *,
-    content_chars: int,
-    pinned: int,
-    since: datetime | None,
-    recent: int,
-    head_chars: int,
-    skills: int,
-) -> Pending[BriefRows]:
-    """The briefing's reads in one statement: up to ``pinned`` pinned memories and
-    notes in view (personal first, then the nearest context, then the newest) with up
-    to ``content_chars`` of each body; up to ``recent`` others changed after ``since``
-    (or the latest), newest first; the first ``skills`` skills in view."""
-    params = {
-        **view(caller),
-        "content_chars": content_chars,
-        "pinned": pinned,
-        "since": since,
-        "recent": recent,
-        "head_chars": head_chars,
-        "skills": skills,
-    }
+def brief(tx: Transaction, caller: Caller, *, since: datetime | None) -> Pending[BriefRows]:
+    """The briefing's reads in one statement: pinned memories and notes in view
+    (personal first, then the nearest context, then the newest) with the head of each
+    body; others changed after ``since`` (or the latest), newest first; the first
+    skills in view. The sizes are ``limits.BRIEF_*`` (constants of the function)."""
+    params = {**view(caller), "since": since}
 
     def shape(rows: list[Row]) -> BriefRows:
         found = BriefRows()

@@ -12,13 +12,6 @@ from memory_server.data import records
 from memory_server.domain.arguments import BriefArgs
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.limits import (
-    BRIEF_CONTENT_BYTES,
-    BRIEF_PINNED_ITEMS,
-    BRIEF_RECENT_ITEMS,
-    BRIEF_SKILL_ITEMS,
-    SKILL_HEAD_CHARS,
-)
 from memory_server.domain.results import Brief, PinnedRecord
 from memory_server.domain.summaries import summary
 from memory_server.domain.times import parse_time
@@ -32,16 +25,7 @@ def memory_brief(
     caller.require_read()
     since = None if args.since is None else parse_time(args.since, "since")
     with store.db.read(caller, deadline or Deadline()) as tx:
-        found = records.brief(
-            tx,
-            caller,
-            content_chars=BRIEF_CONTENT_BYTES,
-            pinned=BRIEF_PINNED_ITEMS,
-            since=since,
-            recent=BRIEF_RECENT_ITEMS,
-            head_chars=SKILL_HEAD_CHARS,
-            skills=BRIEF_SKILL_ITEMS,
-        )
+        found = records.brief(tx, caller, since=since)
     rows = found.get()
     return Brief(
         pinned=[

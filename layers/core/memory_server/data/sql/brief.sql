@@ -1,7 +1,6 @@
 -- The briefing in one statement (memory.brief, infra/schema/45_reads.sql): pinned
 -- records with the head of their content, recent changes, skills; one row each,
--- named by section, in order.
+-- named by section, in order; each section's size is limits.BRIEF_*.
 SELECT section, id, owner_id, context_key, kind, path, title, revision, updated_at, content,
        cut, updated_by
-FROM memory.brief(%(workspace_id)s, %(owners)s, %(contexts)s, %(content_chars)s, %(pinned)s,
-                  %(since)s, %(recent)s, %(head_chars)s, %(skills)s)
+FROM memory.brief(%(workspace_id)s, %(owners)s, %(contexts)s, %(since)s)
