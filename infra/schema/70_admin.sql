@@ -10,6 +10,20 @@
 -- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
 -- migrations).
 
+-- Every admin function's first step: the request must hold the admin grant in its
+-- workspace (an error otherwise, which the admin API answers as 403).
+CREATE OR REPLACE FUNCTION require_admin() RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
+AS $$
+BEGIN
+    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
+        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION require_admin() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION require_admin() TO memory_runtime;
+
 -- An identity an admin may add as a member directly: a live agent key made in this
 -- workspace. Everyone else (a person, another workspace's service) is invited and
 -- joins by accepting; an unknown, erased, revoked, foreign or known identity is the
@@ -19,9 +33,7 @@ RETURNS TABLE (id uuid, kind text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
-    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     RETURN QUERY
         SELECT p.id, p.kind FROM principals AS p
         WHERE p.subject = p_subject
@@ -41,9 +53,7 @@ AS $$
 DECLARE
     created uuid;
 BEGIN
-    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     INSERT INTO principals (kind, subject, handle, workspace_id, key_scopes, created_by)
     VALUES ('service', p_client_id, p_name, setting_uuid('app.workspace_id'), p_scopes,
             setting_uuid('app.principal_id'))
@@ -65,9 +75,7 @@ DECLARE
     ws uuid := setting_uuid('app.workspace_id');
     revoked uuid;
 BEGIN
-    IF NOT coalesce(is_admin(ws), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     UPDATE principals SET revoked_at = now()
     WHERE subject = p_client_id AND workspace_id = ws AND revoked_at IS NULL
     RETURNING principals.id INTO revoked;
@@ -146,9 +154,7 @@ RETURNS TABLE (registered boolean, private boolean, caller_in_it boolean, has_me
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
-    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     RETURN QUERY SELECT * FROM context_state(setting_uuid('app.workspace_id'), p_key,
                                              setting_uuid('app.principal_id'));
 END
@@ -204,9 +210,7 @@ DECLARE
     now_ record;
     current_members uuid[];
 BEGIN
-    IF NOT coalesce(is_admin(ws), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     IF EXISTS (SELECT 1 FROM unnest(p_members) AS given (id)
                WHERE NOT EXISTS (SELECT 1 FROM memberships AS m
                                  WHERE m.workspace_id = ws AND m.principal_id = given.id)) THEN
@@ -251,9 +255,7 @@ DECLARE
     ws constant uuid := setting_uuid('app.workspace_id');
     now_ record;
 BEGIN
-    IF NOT coalesce(is_admin(ws), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     SELECT * INTO now_ FROM lock_private_context(ws, p_key, setting_uuid('app.principal_id'));
     IF NOT now_.registered THEN
         RETURN false;
@@ -290,9 +292,7 @@ DECLARE
     deleted bigint := 0;
     purged bigint := 0;
 BEGIN
-    IF NOT coalesce(is_admin(ws), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     SELECT c.private INTO is_private FROM contexts AS c
     WHERE c.workspace_id = ws AND c.context_key = p_key FOR UPDATE;
     IF NOT coalesce(is_private, kind = 'dm') THEN
@@ -354,9 +354,7 @@ DECLARE
     ws constant uuid := setting_uuid('app.workspace_id');
     me constant uuid := setting_uuid('app.principal_id');
 BEGIN
-    IF NOT coalesce(is_admin(ws), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     DELETE FROM invitations AS i WHERE i.workspace_id = ws AND i.expires_at <= now();
     IF (SELECT count(*) FROM invitations AS i
         WHERE i.workspace_id = ws AND i.subject <> p_subject) >= p_max THEN
@@ -385,9 +383,7 @@ RETURNS TABLE (id uuid, subject text, grants text[], personal_namespace boolean,
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
-    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     RETURN QUERY
     SELECT i.id, i.subject, i.grants, i.personal_namespace, principal_handle(i.invited_by),
            i.created_at, i.expires_at
@@ -405,9 +401,7 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
-    IF NOT coalesce(is_admin(setting_uuid('app.workspace_id')), false) THEN
-        RAISE EXCEPTION 'the admin grant is required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM require_admin();
     DELETE FROM invitations AS i
     WHERE i.id = p_id AND i.workspace_id = setting_uuid('app.workspace_id');
     RETURN FOUND;
