@@ -246,6 +246,13 @@ def handle_custom_resource(
             )
         else:
             responder.respond("FAILED", f"unknown RequestType {request_type!r}")
+    except migrate.SchemaAhead as exc:
+        # An earlier release's Update: a stack rollback after this database was
+        # migrated by the release being rolled back. Failing it would leave the stack in
+        # UPDATE_ROLLBACK_FAILED; the schema stays as it is (nothing was applied) and
+        # the earlier functions refuse to serve it, naming the way out.
+        logger.warning("schema kept: %s", exc)
+        responder.respond("SUCCESS", f"schema kept: {exc}")
     except Exception as exc:
         logger.exception("%s failed", request_type)
         responder.respond("FAILED", f"{type(exc).__name__}: {exc}")

@@ -8,13 +8,20 @@ from pathlib import Path
 import psycopg
 import pytest
 from memory_server.data.migrate import (
+    SCHEMA_VERSION,
     MigrationError,
+    SchemaAhead,
+    SchemaVersionError,
     default_migrations_dir,
     load_migrations,
     load_schema_files,
     migrate,
+    require_version,
     schema_dir,
+    version_of,
 )
+from memory_server.data.pool import Database
+from memory_server.edge.runtime import require_schema
 
 from tests.integration.conftest import copy_infra
 
@@ -109,3 +116,65 @@ def test_service_roles_run_without_jit(cluster) -> None:  # type: ignore[no-unty
     for url in (cluster.owner_url, cluster.runtime_url, cluster.auditor_url):
         with psycopg.connect(url) as conn:
             assert conn.execute("SHOW jit").fetchone() == ("off",)
+
+
+def test_the_schema_version_is_the_newest_migration(cluster) -> None:  # type: ignore[no-untyped-def]
+    newest = max(version_of(m.name) for m in load_migrations(default_migrations_dir()))
+    assert newest == SCHEMA_VERSION
+    database = Database(cluster.runtime_url, min_size=1, max_size=1)
+    try:
+        assert database.schema_version() == SCHEMA_VERSION
+        require_schema(database)  # what the service does at start: nothing to refuse
+    finally:
+        database.close()
+
+
+def test_a_version_other_than_this_releases_names_the_way_out() -> None:
+    require_version(SCHEMA_VERSION)
+    with pytest.raises(SchemaVersionError, match="predates schema versions") as old:
+        require_version(None)
+    assert "Run the migrations first" in str(old.value)
+    with pytest.raises(SchemaVersionError, match=f"at version {SCHEMA_VERSION - 1};"):
+        require_version(SCHEMA_VERSION - 1)
+    with pytest.raises(SchemaVersionError, match="newer than the version") as new:
+        require_version(SCHEMA_VERSION + 1)
+    assert "roll forward" in str(new.value) and "restore the snapshot" in str(new.value)
+
+
+def test_a_database_a_later_release_migrated_is_left_alone(scratch_database: str) -> None:
+    later = f"{SCHEMA_VERSION + 1:04d}_from_a_later_release.sql"
+    with psycopg.connect(scratch_database) as owner:
+        owner.execute(
+            "INSERT INTO memory.schema_migrations (name, checksum) VALUES (%s, 'x')", (later,)
+        )
+        # A schema file that differs, as a later release's would: not applied over it.
+        owner.execute("UPDATE memory.schema_files SET checksum = 'later' WHERE name LIKE '10_%'")
+        owner.commit()
+        with pytest.raises(SchemaAhead, match=f"at version {SCHEMA_VERSION + 1}"):
+            migrate(owner, default_migrations_dir())
+        owner.rollback()
+        assert owner.execute(
+            "SELECT checksum FROM memory.schema_files WHERE name LIKE '10_%'"
+        ).fetchone() == ("later",)
+        database = Database(scratch_database, min_size=1, max_size=1)
+        try:
+            assert database.schema_version() == SCHEMA_VERSION + 1
+            with pytest.raises(SchemaVersionError, match="newer than the version"):
+                require_schema(database)
+        finally:
+            database.close()
+
+
+def test_a_database_without_the_version_function_is_refused_at_start(
+    scratch_database: str,
+) -> None:
+    with psycopg.connect(scratch_database) as owner:
+        owner.execute("DROP FUNCTION memory.schema_version()")
+        owner.commit()
+    database = Database(scratch_database, min_size=1, max_size=1)
+    try:
+        assert database.schema_version() is None
+        with pytest.raises(SchemaVersionError, match="predates schema versions"):
+            require_schema(database)
+    finally:
+        database.close()

@@ -54,9 +54,51 @@ _PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_]*)\}\}")
 _DEFINED_FUNCTION = re.compile(r"^CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)\s*\(", re.M | re.I)
 _LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
 
+# The schema version this code serves: the number of the newest migration in
+# infra/migrations (tests/integration/test_migrations.py holds the two together). The
+# service checks it at start (``require_version``): a database that is older has not
+# been migrated yet, one that is newer was upgraded by a later release.
+SCHEMA_VERSION = 4
+
 
 class MigrationError(RuntimeError):
     pass
+
+
+class SchemaAhead(MigrationError):
+    """The database was migrated by a later release than this code: migrations never
+    run backwards, so there is nothing this release may apply."""
+
+
+class SchemaVersionError(RuntimeError):
+    """The database's schema version is not the one this code serves."""
+
+
+def version_of(name: str) -> int:
+    """A migration's version: the number its file name starts with (0004_x.sql: 4)."""
+    return int(name[:4])
+
+
+def require_version(found: int | None, expected: int = SCHEMA_VERSION) -> None:
+    """Raise ``SchemaVersionError`` with the way out unless ``found`` is ``expected``.
+
+    ``None`` is a database without ``memory.schema_version()``: one made before schema
+    versions existed (version 4 or older), or no schema at all."""
+    if found == expected:
+        return
+    if found is None or found < expected:
+        shown = "predates schema versions" if found is None else f"is at version {found}"
+        raise SchemaVersionError(
+            f"the database schema {shown}; this release serves version {expected}. "
+            "Run the migrations first: `make dev` does on start; deployed, the stack's "
+            "migrations step does on every deploy (docs/deploy.md, Releases and rollback)"
+        )
+    raise SchemaVersionError(
+        f"the database schema is at version {found}, newer than the version {expected} "
+        "this release serves: a later release upgraded it, and migrations never run "
+        "backwards. Deploy that release again (roll forward), or restore the snapshot "
+        "taken before the upgrade (docs/deploy.md, Releases and rollback)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +311,7 @@ def migrate(owner: psycopg.Connection, directory: Path) -> list[str]:
         sql_files.run(owner, "migrate_create_ledger")
         sql_files.run(owner, "migrate_schema_files_ledger")
         done = {row["name"]: row["checksum"] for row in sql_files.rows(owner, "migrate_applied")}
+        _refuse_later_history(done, migrations)
         _refuse_unknown_history(done, migrations, directory)
         for migration in migrations:
             if migration.name in done:
@@ -295,6 +338,21 @@ def _apply(owner: psycopg.Connection, migration: Migration) -> None:
             owner.execute(migration.text.encode())
         except psycopg.Error as exc:
             raise MigrationError(f"{migration.name} failed: {exc}") from exc
+
+
+def _refuse_later_history(done: dict[str, str], migrations: list[Migration]) -> None:
+    """A ledger holding every migration of this release and more, numbered above its
+    newest: a later release migrated this database. Applying this release's schema
+    files would put older functions over newer tables, so nothing is applied."""
+    newest = max((version_of(m.name) for m in migrations), default=0)
+    later = sorted(n for n in done if _MIGRATION_NAME.match(n) and version_of(n) > newest)
+    if later and all(m.name in done for m in migrations):
+        raise SchemaAhead(
+            f"the database schema is at version {version_of(later[-1])} ({later[-1]}), "
+            f"newer than this release's {newest}: a later release migrated it, and "
+            "migrations never run backwards; nothing was applied. Deploy that release "
+            "again, or restore the snapshot taken before the upgrade"
+        )
 
 
 def _refuse_unknown_history(

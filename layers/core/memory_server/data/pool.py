@@ -281,6 +281,17 @@ class Database:
         row: Row | None = found.get()
         return row
 
+    def schema_version(self) -> int | None:
+        """The database's schema version (``memory.schema_version()``); ``None`` for a
+        database made before the function existed. Outside any request: the service
+        asks once, at start."""
+        with self._checked_out(DB_POOL_TIMEOUT_S) as conn:
+            try:
+                row = statements.one(conn, "schema_version")
+            except pg_errors.UndefinedFunction:
+                return None
+        return None if row is None else cast(int | None, row["version"])
+
     @contextmanager
     def unscoped(self, deadline: Deadline, *, read_only: bool = True) -> Iterator[Transaction]:
         """A transaction before any caller exists (resolving the caller; an invitee

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import Mapping
 
+import psycopg
+
+from memory_server.data import migrate
 from memory_server.data.pool import Database
 from memory_server.edge import aws_config
 from memory_server.edge.service import McpService, Settings
 from memory_server.operations import after_response
 from memory_server.protocol.tools import Observer
+
+logger = logging.getLogger(__name__)
 
 # Environment variables the template sets; tests check the template against this.
 ENVIRONMENT = (
@@ -43,6 +49,19 @@ def register_snapshot_hooks(db: Database) -> bool:
     return True
 
 
+def require_schema(db: Database) -> None:
+    """Refuse to start on a database whose schema is not this release's
+    (``migrate.SchemaVersionError``, naming the way out). A database that cannot be
+    reached now is not refused: its requests answer ``unavailable`` until it can, and
+    the next start checks again."""
+    try:
+        found = db.schema_version()
+    except psycopg.OperationalError as error:
+        logger.warning("schema version not checked: the database is unreachable (%s)", error)
+        return
+    migrate.require_version(found)
+
+
 def build_service(
     env: Mapping[str, str] = os.environ, *, observer: Observer | None = None
 ) -> McpService:
@@ -54,6 +73,7 @@ def build_service(
         max_size=int(env.get("DB_POOL_SIZE", "1")),
     )
     register_snapshot_hooks(db)
+    require_schema(db)
     events_client = dynamodb_client = None
     if settings.audit_bus or settings.idempotency_table or settings.signin_table:
         import boto3  # only when AWS services are configured
