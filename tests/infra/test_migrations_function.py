@@ -214,6 +214,35 @@ def test_a_failing_migration_reports_failed_and_changes_nothing(
         ).fetchone() == (None, None)
 
 
+def test_an_earlier_releases_update_over_a_newer_schema_succeeds_and_changes_nothing(
+    cluster: Cluster, catcher: ResponseCatcher, tmp_path: Path
+) -> None:
+    # A stack rollback after this release migrated: the earlier release's files lack
+    # the newest migration. Failing would leave the stack in UPDATE_ROLLBACK_FAILED.
+    folder = tmp_path / "earlier" / "migrations"
+    shutil.copytree(MIGRATIONS, folder)
+    shutil.copytree(migrate.schema_dir(MIGRATIONS), migrate.schema_dir(folder))
+    sorted(folder.iterdir())[-1].unlink()
+    (migrate.schema_dir(folder) / "99_earlier.sql").write_text("SELECT 1;")
+    with psycopg.connect(cluster.owner_url) as owner:
+        files_before = owner.execute("SELECT * FROM memory.schema_files ORDER BY 1").fetchall()
+
+    app.handle_custom_resource(
+        cfn_event(catcher, "Update", physical_id=app.PHYSICAL_ID),
+        LambdaContext(),
+        env=function_env(cluster.admin_url, folder),
+        secrets=role_secrets(cluster.passwords),
+    )
+    (response,) = catcher.take()
+    assert response["Status"] == "SUCCESS"
+    assert response["Reason"].startswith("schema kept: the database schema is at version")
+    assert applied(cluster.owner_url) == ALL_MIGRATIONS
+    with psycopg.connect(cluster.owner_url) as owner:
+        assert owner.execute("SELECT * FROM memory.schema_files ORDER BY 1").fetchall() == (
+            files_before
+        )
+
+
 def test_create_failure_still_names_a_physical_id_and_delete_is_a_no_op(
     cluster: Cluster, catcher: ResponseCatcher
 ) -> None:
