@@ -185,7 +185,7 @@ def test_refused_registrations_create_nothing(mgmt: Management, signin_aws: Loca
         )
 
     before = clients()
-    bad = register(mgmt, redirect_uris=["cursor://anysphere.cursor-mcp/oauth/callback"])
+    bad = register(mgmt, redirect_uris=["javascript:alert(1)"])
     assert bad["statusCode"] == 400
     assert json.loads(bad["body"])["error"] == "invalid_redirect_uri"
     assert bad["headers"]["cache-control"] == "no-store"

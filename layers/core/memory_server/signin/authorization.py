@@ -55,6 +55,7 @@ from memory_server.signin.registration import (
     AUTHORIZE_PATH,
     display_name,
     is_loopback_redirect,
+    is_private_use_redirect,
 )
 
 logger = logging.getLogger(__name__)
@@ -344,13 +345,19 @@ class Authorization:
             if resource
             else "<p>In every workspace you are a member of.</p>"
         )
+        receiver = (
+            f"the application your computer opens <strong>{e(target.scheme)}:</strong> links "
+            "with (whichever registered that scheme)"
+            if is_private_use_redirect(request.redirect_uri)
+            else f"<strong>{e(target.netloc)}</strong>"
+        )
         body = (
             f"<p><strong>{e(request.client.name or 'An unnamed application')}</strong> asks "
             "to use your memory-server account.</p>"
             '<p class="note">That is the name the application gave itself when it '
             "registered; this server has not verified it.</p>"
-            "<p>If you approve and sign in, your sign-in is sent to "
-            f"<strong>{e(target.netloc)}</strong>:<br><code>{e(request.redirect_uri)}</code></p>"
+            f"<p>If you approve and sign in, your sign-in is sent to {receiver}:<br>"
+            f"<code>{e(request.redirect_uri)}</code></p>"
             f"<p>It will be able to:</p><ul>{asks}</ul>{where}"
             '<p class="note">Approve only if you started this sign-in in that application '
             "just now.</p>"
@@ -362,7 +369,13 @@ class Authorization:
         pool = urlsplit(self.pool_authorize_url)
         # Chrome applies form-action to the redirects after the post too: the pool's
         # page, then the client's redirect URI (Deny, or the pool with a session).
-        form_action = f"'self' {pool.scheme}://{pool.netloc} {target.scheme}://{target.netloc}"
+        # A private-use redirect has no origin; its scheme is its CSP source.
+        redirect_source = (
+            f"{target.scheme}:"
+            if is_private_use_redirect(request.redirect_uri)
+            else f"{target.scheme}://{target.netloc}"
+        )
+        form_action = f"'self' {pool.scheme}://{pool.netloc} {redirect_source}"
         cookies = []
         if set_cookie:
             secure = "; Secure" if base.startswith("https://") else ""
