@@ -151,7 +151,7 @@ def test_a_private_use_redirect_always_gets_the_consent_page() -> None:
         scopes=("memory/read",),
         code_flow=True,
     )
-    page = endpoint(client).route(get_event(params(redirect_uri=cursor)))
+    page = endpoint(client).route(get_event({**params(), "redirect_uri": cursor}))
     assert page["statusCode"] == 200 and "location" not in page["headers"]
     assert "<strong>cursor:</strong>" in page["body"]
     csp = page["headers"]["content-security-policy"]
