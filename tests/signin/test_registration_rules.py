@@ -196,7 +196,10 @@ def test_scopes_are_at_most_the_mcp_scopes() -> None:
         (_body(redirect_uris=[]), "invalid_redirect_uri"),
         (_body(redirect_uris="http://127.0.0.1:1/cb"), "invalid_redirect_uri"),
         (_body(redirect_uris=[EVIL]), "invalid_redirect_uri"),
-        (_body(redirect_uris=["javascript://x/cb", "http://example.com/cb"]), "invalid_redirect_uri"),
+        (
+            _body(redirect_uris=["javascript://x/cb", "http://example.com/cb"]),
+            "invalid_redirect_uri",
+        ),
         (
             _body(
                 redirect_uris=[
