@@ -249,7 +249,7 @@ def test_server_metadata_promises_what_mcp_clients_require() -> None:
     assert doc["registration_endpoint"] == "https://api.example.com/register"
     # The product's own endpoint (consent, PKCE required), not the pool's.
     assert doc["authorization_endpoint"] == "https://api.example.com/authorize"
-    assert doc["token_endpoint"] == "https://memory.auth.us-east-1.amazoncognito.com/oauth2/token"
+    assert doc["token_endpoint"].endswith("/token") and doc["client_id_metadata_document_supported"]
     assert doc["code_challenge_methods_supported"] == ["S256"]
     assert "none" in doc["token_endpoint_auth_methods_supported"]
     assert {"authorization_code", "refresh_token"} <= set(doc["grant_types_supported"])

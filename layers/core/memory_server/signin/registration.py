@@ -99,11 +99,14 @@ class ClientRequest:
 
 def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
     """RFC 8414 metadata of the authorization server at ``base_url`` (the product),
-    whose tokens come from ``oauth_base_url`` (the user pool's domain)."""
+    whose tokens come from ``oauth_base_url`` (the user pool's domain) through the
+    product's token endpoint."""
     return {
         "issuer": base_url,
         "authorization_endpoint": f"{base_url}{AUTHORIZE_PATH}",
-        "token_endpoint": f"{oauth_base_url}/oauth2/token",
+        # The front door's (.token), in front of the pool's: it signs metadata-document
+        # clients in and rotates public clients' refresh tokens.
+        "token_endpoint": f"{base_url}/token",
         "registration_endpoint": f"{base_url}{REGISTER_PATH}",
         "scopes_supported": list(MCP_SCOPES),
         "response_types_supported": ["code"],
@@ -115,6 +118,8 @@ def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
             "client_secret_post",
         ],
         "code_challenge_methods_supported": ["S256"],
+        # An https client_id names the client's metadata document (.cimd).
+        "client_id_metadata_document_supported": True,
     }
 
 
