@@ -51,6 +51,7 @@ SCOPE_NAMES: tuple[str, ...] = ("read", "write.personal", "write.shared", "delet
 MEMORY_SCOPES: tuple[str, ...] = tuple(f"{RESOURCE_SERVER}/{name}" for name in SCOPE_NAMES)
 PEOPLE_CLIENT_NAME = "memory-people"
 CONSOLE_CLIENT_NAME = "memory-console"
+DOCUMENT_CLIENT_NAME = "memory-documents"  # metadata-document clients sign in through it
 IDEMPOTENCY_TABLE = "memory-idempotency"
 SIGNIN_TABLE = "memory-signin"
 AUDIT_BUS = "memory-audit"
@@ -396,19 +397,30 @@ class LocalAws(StartsAndStops):
         authorization code + PKCE, every memory scope, exactly ``callback_urls`` (the
         console's own address on this machine, set again on every start since the
         port may change)."""
+        return self._ensure_public_client(CONSOLE_CLIENT_NAME, callback_urls, MEMORY_SCOPES)
+
+    def ensure_document_client(self, callback_urls: Sequence[str]) -> str:
+        """The app client metadata-document clients sign in through (the template's
+        ``DocumentClient``): the MCP scopes, the front door's callback only."""
+        scopes = [scope for scope in MEMORY_SCOPES if scope != f"{RESOURCE_SERVER}/admin"]
+        return self._ensure_public_client(DOCUMENT_CLIENT_NAME, callback_urls, scopes)
+
+    def _ensure_public_client(
+        self, name: str, callback_urls: Sequence[str], scopes: Sequence[str]
+    ) -> str:
         pool_id = self.provisioned.user_pool_id
         settings: dict[str, Any] = {
             "UserPoolId": pool_id,
-            "ClientName": CONSOLE_CLIENT_NAME,
+            "ClientName": name,
             "ExplicitAuthFlows": ["ALLOW_REFRESH_TOKEN_AUTH"],
             "AllowedOAuthFlows": ["code"],
-            "AllowedOAuthScopes": list(MEMORY_SCOPES),
+            "AllowedOAuthScopes": list(scopes),
             "AllowedOAuthFlowsUserPoolClient": True,
             "CallbackURLs": list(callback_urls),
             "SupportedIdentityProviders": ["COGNITO"],
         }
         cognito = self._client("cognito-idp")
-        existing = self._find_client(pool_id, CONSOLE_CLIENT_NAME)
+        existing = self._find_client(pool_id, name)
         if existing is not None:
             cognito.update_user_pool_client(ClientId=existing, **settings)
             return existing

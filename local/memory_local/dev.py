@@ -224,12 +224,18 @@ class DevStack:
         )
         # A consent key per start (Secrets Manager's in AWS): a restart only voids the
         # consent pages open at that moment.
+        # Metadata-document clients sign in through one app client whose callback is
+        # the front door's (the template's DocumentClient).
+        document_client_id = self.aws.ensure_document_client([f"{base_url}/authorize/callback"])
         self.authorization = build_authorization(
             {
                 "USER_POOL_ID": provisioned.user_pool_id,
                 "OAUTH_BASE_URL": base_url,
                 "PUBLIC_BASE_URL": base_url,
                 "CONSENT_SECRET": secrets.token_urlsafe(48),
+                "SIGNIN_TABLE": provisioned.signin_table,
+                "DOCUMENT_CLIENT_ID": document_client_id,
+                **({"ALLOWED_REDIRECT_URIS": allowlist} if allowlist is not None else {}),
             }
         )
         authorizer = build_authorizer(

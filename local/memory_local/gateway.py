@@ -134,6 +134,9 @@ ROUTES: tuple[Route, ...] = (
         )
         for method in ("GET", "POST")
     ),
+    # The front door's token endpoint and the pool's way back for document clients.
+    Route("POST /token", "POST", re.compile(r"^/token$"), "authorization"),
+    Route("GET /authorize/callback", "GET", re.compile(r"^/authorize/callback$"), "authorization"),
     Route(f"GET {CONSOLE_PATH}", "GET", re.compile(rf"^{re.escape(CONSOLE_PATH)}$"), "console"),
     Route(
         f"GET {CONSOLE_PATH}/{{proxy+}}",
@@ -144,6 +147,7 @@ ROUTES: tuple[Route, ...] = (
     # The user pool's endpoints (its own domain in AWS).
     Route(f"GET {JWKS_PATH}", "GET", re.compile(rf"^{re.escape(JWKS_PATH)}$"), "jwks"),
     Route(f"POST {TOKEN_PATH}", "POST", re.compile(rf"^{re.escape(TOKEN_PATH)}$"), "token"),
+    Route("POST /oauth2/revoke", "POST", re.compile(r"^/oauth2/revoke$"), "token"),
     Route(
         f"GET {AUTHORIZE_PATH}", "GET", re.compile(rf"^{re.escape(AUTHORIZE_PATH)}$"), "authorize"
     ),
@@ -504,6 +508,9 @@ class ApiGateway(StartsAndStops):
             return _json_response(
                 400, {"error": "invalid_request", "error_description": "Malformed form"}
             )
+        if urlsplit(request.target).path == "/oauth2/revoke":
+            status, payload, headers = self.local_issuer.revoke(self.aws, form=form)
+            return _json_response(status, payload, headers.items())
         status, payload, headers = self.local_issuer.token_endpoint(
             self.aws, form=form, authorization=request.header("authorization")
         )

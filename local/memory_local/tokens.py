@@ -317,6 +317,23 @@ class LocalIssuer:
             answer["refresh_token"] = refresh
         return 200, answer, no_store
 
+    def revoke(
+        self, aws: LocalAws, *, form: Mapping[str, Sequence[str]]
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """``POST /oauth2/revoke`` (RFC 7009) for a public client: its refresh token is
+        forgotten. Cognito answers 200 for a token it does not know, and so does this."""
+        token = (form.get("token") or [""])[0]
+        client_id = (form.get("client_id") or [""])[0]
+        try:
+            aws.describe_client(client_id)
+        except ClientError:
+            return 400, _error("invalid_client", "Client authentication failed"), dict(_NO_STORE)
+        with self._lock:
+            granted = self._refresh_tokens.get(token)
+            if granted is not None and granted.client_id == client_id:
+                del self._refresh_tokens[token]
+        return 200, {}, dict(_NO_STORE)
+
     def authorize(
         self, aws: LocalAws, query: Mapping[str, Sequence[str]], *, submitted: bool = False
     ) -> Answer:

@@ -154,7 +154,7 @@ def test_sdk_client_discovers_registers_signs_in_and_calls_tools(
         ("GET", f"/.well-known/oauth-protected-resource{mcp_path}", 200),
         ("GET", "/.well-known/oauth-authorization-server", 200),
         ("POST", "/register", 201),
-        ("POST", "/oauth2/token", 200),
+        ("POST", "/token", 200),  # the front door's, which asks the pool
     ]
     assert ("POST", mcp_path, 200) in flow[4:]
 

@@ -51,6 +51,8 @@ PUBLIC = {
     (REGISTER_PATH, "post"),
     (AUTHORIZE_PATH, "get"),
     (AUTHORIZE_PATH, "post"),
+    ("/authorize/callback", "get"),  # the pool's way back for metadata-document clients
+    ("/token", "post"),  # the front door's token endpoint
 }
 
 # Actions AWS does not let a policy scope to a resource, and which are therefore
@@ -286,11 +288,16 @@ def test_each_function_gets_only_its_own_resources(transformed: dict[str, Any]) 
     }
     assert management["events:PutEvents"] == [bus]
     assert set(signin) == {"logs:CreateLogStream", "logs:PutLogEvents"}
-    # The authorization endpoint reads app clients and its one secret; it writes nothing.
+    # The front door reads app clients and its one secret, and keeps refresh-token
+    # families in the sign-in table; it writes nothing to the pool.
     assert consent == {
         "logs:CreateLogStream": [{"Fn::GetAtt": ["AuthorizationLogGroup", "Arn"]}],
         "logs:PutLogEvents": [{"Fn::GetAtt": ["AuthorizationLogGroup", "Arn"]}],
         "cognito-idp:DescribeUserPoolClient": [pool],
+        "cognito-idp:ListUserPoolClients": [pool],
+        "dynamodb:GetItem": [signin_table],
+        "dynamodb:PutItem": [signin_table],
+        "dynamodb:UpdateItem": [signin_table],
         "secretsmanager:GetSecretValue": [{"Ref": "ConsentSecret"}],
     }
     # The console function finds its app client by name; it changes nothing.
@@ -320,7 +327,11 @@ def test_only_the_management_function_may_write_to_the_user_pool(
         if role == "ManagementRole":
             assert cognito
         elif role == "AuthorizationRole":
-            assert cognito == ["cognito-idp:DescribeUserPoolClient"]  # a read, for /authorize
+            # Reads: a client for /authorize, the document clients' client by name.
+            assert cognito == [
+                "cognito-idp:DescribeUserPoolClient",
+                "cognito-idp:ListUserPoolClients",
+            ]
         elif role == "ConsoleRole":
             assert cognito == ["cognito-idp:ListUserPoolClients"]  # a read: its client's id
         else:

@@ -119,7 +119,7 @@ def test_discovery_is_served_by_the_product(signin: ApiGateway) -> None:
     doc = response.json()
     assert doc["issuer"] == signin.url
     assert doc["authorization_endpoint"] == f"{signin.url}/authorize"  # the product's own
-    assert doc["token_endpoint"] == f"{signin.url}/oauth2/token"
+    assert doc["token_endpoint"] == f"{signin.url}/token"
     assert doc["registration_endpoint"] == f"{signin.url}/register"
     assert doc["code_challenge_methods_supported"] == ["S256"]
 

@@ -140,3 +140,20 @@ def test_the_function_is_built_from_the_templates_environment(
     assert built.public_base_url == "https://memory.example.org" and built.key == b"s" * 32
     with pytest.raises(RuntimeError, match="consent key"):
         build_authorization(env, secret="short")
+
+
+def test_a_private_use_redirect_always_gets_the_consent_page() -> None:
+    cursor = "cursor://anysphere.cursor-mcp/oauth/callback"
+    client = AppClient(
+        client_id="c1",
+        name="Cursor",
+        redirect_uris=(cursor,),
+        scopes=("memory/read",),
+        code_flow=True,
+    )
+    page = endpoint(client).route(get_event({**params(), "redirect_uri": cursor}))
+    assert page["statusCode"] == 200 and "location" not in page["headers"]
+    assert "<strong>cursor:</strong>" in page["body"]
+    csp = page["headers"]["content-security-policy"]
+    # The form may post to the pool and hand the browser to the cursor: scheme, nothing else.
+    assert "form-action 'self' https://pool.auth.us-east-1.amazoncognito.com cursor:;" in csp

@@ -124,7 +124,7 @@ def test_metadata_names_the_product_as_issuer(mgmt: Management) -> None:
     doc = json.loads(answer["body"])
     assert doc["issuer"] == "https://api.example.com"
     assert doc["registration_endpoint"] == "https://api.example.com/register"
-    assert doc["token_endpoint"].startswith("https://memory-dev.auth.")
+    assert doc["token_endpoint"] == "https://api.example.com/token"  # the front door's
     mgmt.public_base_url = "https://memory.example.org"
     doc = json.loads(mgmt.route(http_event("GET /.well-known/oauth-authorization-server"))["body"])
     assert doc["issuer"] == "https://memory.example.org"
@@ -185,7 +185,7 @@ def test_refused_registrations_create_nothing(mgmt: Management, signin_aws: Loca
         )
 
     before = clients()
-    bad = register(mgmt, redirect_uris=["cursor://anysphere.cursor-mcp/oauth/callback"])
+    bad = register(mgmt, redirect_uris=["javascript:alert(1)"])
     assert bad["statusCode"] == 400
     assert json.loads(bad["body"])["error"] == "invalid_redirect_uri"
     assert bad["headers"]["cache-control"] == "no-store"

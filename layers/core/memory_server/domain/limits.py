@@ -196,6 +196,17 @@ AUTHORIZATION_CODE_TTL_S = 300  # Cognito's authorization codes live five minute
 # How long a consent page's Approve/Deny stays good (its signed token and cookie).
 CONSENT_TTL_S = 600
 CONSENT_SECRET_MIN_CHARS = 32  # the key that signs consent tokens
+# Client ID Metadata Documents (signin.cimd): the draft suggests 5 KB at most; a fetch
+# gives up after this many seconds in all, however slowly the bytes come.
+CIMD_MAX_BYTES = 5_120
+CIMD_FETCH_TIMEOUT_S = 3.0
+CIMD_CACHE_DEFAULT_S = 300  # a document whose answer has no Cache-Control max-age
+CIMD_CACHE_MAX_S = 86_400  # a longer max-age is cut to this
+CIMD_FAILURE_CACHE_S = 30  # a refused URL is not fetched again before this
+CIMD_CACHE_ENTRIES = 512  # documents kept per container
+# The front door's state for the pool and its wrapped authorization codes: a sign-in
+# at the pool (a password, a second factor) may take this long.
+SIGNIN_STATE_TTL_S = 1_800
 
 # -- Prompts -------------------------------------------------------------------------
 PROMPTS_TTL_MS = 60_000  # prompts/list: the caller's view of skills, which changes

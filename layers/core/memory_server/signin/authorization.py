@@ -34,6 +34,7 @@ hash, and form posts only to this server, the pool and the redirect's origin).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import html
@@ -48,21 +49,52 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from memory_server.domain.limits import CONSENT_SECRET_MIN_CHARS, CONSENT_TTL_S
+from memory_server.domain.errors import OAuthError
+from memory_server.domain.limits import (
+    AUTHORIZATION_CODE_TTL_S,
+    CONSENT_SECRET_MIN_CHARS,
+    CONSENT_TTL_S,
+    SIGNIN_STATE_TTL_S,
+)
 from memory_server.gateway.events import base_url, request_body, request_headers
 from memory_server.gateway.origins import origin_key
+from memory_server.signin.cimd import (
+    ClientDocument,
+    ClientDocuments,
+    is_client_id_url,
+    redirect_matches,
+)
 from memory_server.signin.registration import (
     AUTHORIZE_PATH,
     display_name,
     is_loopback_redirect,
+    is_private_use_redirect,
+)
+from memory_server.signin.sealed import seal, unseal
+from memory_server.signin.token import (
+    CALLBACK_PATH,
+    CODE_PREFIX,
+    CODE_PURPOSE,
+    TOKEN_ROUTE,
+    TokenEndpoint,
 )
 
 logger = logging.getLogger(__name__)
 
 GET_ROUTE = f"GET {AUTHORIZE_PATH}"
 POST_ROUTE = f"POST {AUTHORIZE_PATH}"
+CALLBACK_ROUTE = f"GET {CALLBACK_PATH}"
+STATE_PURPOSE = "pool state v1"
 # What the template sets (build_authorization reads these; the key through edge.aws_config).
-ENVIRONMENT = ("USER_POOL_ID", "OAUTH_BASE_URL", "PUBLIC_BASE_URL", "CONSENT_SECRET_ARN")
+ENVIRONMENT = (
+    "USER_POOL_ID",
+    "OAUTH_BASE_URL",
+    "PUBLIC_BASE_URL",
+    "CONSENT_SECRET_ARN",
+    "SIGNIN_TABLE",
+    "DOCUMENT_CLIENT_NAME",
+    "ALLOWED_REDIRECT_URIS",
+)
 # The authorize parameters handed on to the pool (Cognito's), in this order; others
 # are dropped.
 FORWARDED = (
@@ -112,6 +144,9 @@ class AppClient:
     redirect_uris: tuple[str, ...]
     scopes: tuple[str, ...]
     code_flow: bool  # allowed the authorization code grant
+    # A metadata-document client: its document's host, who vouches for it.
+    host: str | None = None
+    document: ClientDocument | None = None
 
 
 class Clients(Protocol):
@@ -186,6 +221,11 @@ class Authorization:
     key: bytes  # signs consent tokens
     public_base_url: str | None = None
     clock: Callable[[], float] = time.time
+    # Metadata-document clients (.cimd): their documents, and the one app client of the
+    # pool they all sign in through (its callback: CALLBACK_PATH here). None: refused.
+    documents: ClientDocuments | None = None
+    document_pool_client: Callable[[], str] | None = None
+    token_endpoint: TokenEndpoint | None = None  # POST /token (.token)
 
     def route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         route = event.get("routeKey")
@@ -194,6 +234,10 @@ class Authorization:
                 return self._get(event)
             if route == POST_ROUTE:
                 return self._post(event)
+            if route == CALLBACK_ROUTE:
+                return self._callback(event)
+            if route == TOKEN_ROUTE and self.token_endpoint is not None:
+                return self.token_endpoint.route(event, context)
             raise _Page(404, "There is nothing here.")
         except _Page as page:
             return _page(page.status, "Sign-in refused", f"<p>{html.escape(page.text)}</p>")
@@ -214,7 +258,7 @@ class Authorization:
     def _get(self, event: Mapping[str, Any]) -> dict[str, Any]:
         request = self._check(_fields(str(event.get("rawQueryString") or "")))
         if is_loopback_redirect(request.redirect_uri):
-            return self._to_pool(request)
+            return self._to_pool(event, request)
         nonces = _cookie_nonces(event)
         nonce = nonces[0] if nonces else _new_nonce()
         return self._consent_page(event, request, nonce, set_cookie=not nonces)
@@ -248,7 +292,7 @@ class Authorization:
         decision = fields.get(DECISION_FIELD)
         if decision == "approve":
             logger.info("consent given to client %s", request.client.client_id)
-            return self._to_pool(request)
+            return self._to_pool(event, request)
         if decision == "deny":
             raise _Refusal(
                 request.redirect_uri,
@@ -260,17 +304,38 @@ class Authorization:
 
     # -- the rules ----------------------------------------------------------------
 
-    def _check(self, fields: Mapping[str, str]) -> _Request:
-        client_id = fields.get("client_id", "")
+    def _client(self, client_id: str) -> AppClient:
+        if is_client_id_url(client_id) and self.documents is not None:
+            try:
+                document = self.documents.get(client_id)
+            except OAuthError as refused:
+                raise _Page(400, f"{refused.code}: {refused.message}.") from None
+            return AppClient(
+                client_id=client_id,
+                name=document.name or "",
+                redirect_uris=document.redirect_uris,
+                scopes=document.scopes,
+                code_flow=True,
+                host=document.host,
+                document=document,
+            )
         client = self.clients.describe(client_id) if _CLIENT_ID.match(client_id) else None
         if client is None:
-            raise _Page(400, "This application is not registered with this server.")
+            raise _Page(400, "invalid_client: this application is not registered with this server.")
+        return client
+
+    def _check(self, fields: Mapping[str, str]) -> _Request:
+        client = self._client(fields.get("client_id", ""))
         redirect_uri = fields.get("redirect_uri", "")
-        if redirect_uri not in client.redirect_uris:
+        if not (
+            redirect_matches(client.document, redirect_uri)
+            if client.document is not None
+            else redirect_uri in client.redirect_uris
+        ):
             raise _Page(
                 400,
-                "The address this sign-in would return to (redirect_uri) is not registered "
-                "for this application.",
+                "invalid_redirect_uri: the address this sign-in would return to "
+                "(redirect_uri) is not registered for this application.",
             )
         state = fields.get("state")
 
@@ -295,8 +360,54 @@ class Authorization:
         params = {name: fields[name] for name in FORWARDED if name in fields}
         return _Request(client, params, requested)
 
-    def _to_pool(self, request: _Request) -> dict[str, Any]:
-        return _redirect(_with_query(self.pool_authorize_url, request.params))
+    def _to_pool(self, event: Mapping[str, Any], request: _Request) -> dict[str, Any]:
+        if request.client.document is None:
+            return _redirect(_with_query(self.pool_authorize_url, request.params))
+        if self.document_pool_client is None:
+            raise _Page(400, "invalid_client: this server takes no metadata-document clients.")
+        # The pool knows one app client for every document client, whose callback is
+        # ours; the state it carries back says which client and where to.
+        state = seal(
+            self.key,
+            STATE_PURPOSE,
+            {
+                "c": request.client.client_id,
+                "r": request.redirect_uri,
+                "s": request.params.get("state"),
+            },
+            SIGNIN_STATE_TTL_S,
+        )
+        params = {
+            **request.params,
+            "client_id": self.document_pool_client(),
+            "redirect_uri": base_url(event, self.public_base_url) + CALLBACK_PATH,
+            "state": state,
+        }
+        return _redirect(_with_query(self.pool_authorize_url, params))
+
+    def _callback(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """The pool's answer for a document client: its code, sealed to the client and
+        its redirect URI, sent on there (or the pool's error, with the client's state)."""
+        fields = _fields(str(event.get("rawQueryString") or ""))
+        sealed = unseal(self.key, STATE_PURPOSE, fields.get("state", ""), self.clock())
+        if sealed is None:
+            raise _Page(400, "This sign-in is not valid or took too long. Start it again.")
+        answer: dict[str, str] = {}
+        if "code" in fields:
+            code = seal(
+                self.key,
+                CODE_PURPOSE,
+                {"p": fields["code"], "c": sealed["c"], "r": sealed["r"]},
+                AUTHORIZATION_CODE_TTL_S,
+            )
+            answer["code"] = CODE_PREFIX + code
+        else:
+            answer["error"] = fields.get("error") or "server_error"
+            if fields.get("error_description"):
+                answer["error_description"] = fields["error_description"]
+        if isinstance(sealed.get("s"), str):
+            answer["state"] = sealed["s"]
+        return _redirect(_with_query(str(sealed["r"]), answer))
 
     # -- consent --------------------------------------------------------------------
 
@@ -344,13 +455,36 @@ class Authorization:
             if resource
             else "<p>In every workspace you are a member of.</p>"
         )
+        receiver = (
+            f"the application your computer opens <strong>{e(target.scheme)}:</strong> links "
+            "with (whichever registered that scheme)"
+            if is_private_use_redirect(request.redirect_uri)
+            else f"<strong>{e(target.netloc)}</strong>"
+        )
+        if request.client.host is not None:
+            called = (
+                f" It calls itself <strong>{e(request.client.name)}</strong>."
+                if request.client.name
+                else ""
+            )
+            who = (
+                f"<p>An application published by <strong>{e(request.client.host)}</strong> "
+                "asks to use your memory-server account.</p>"
+                f'<p class="note">Its description is at <code>{e(request.client.client_id)}'
+                f"</code>, on {e(request.client.host)}.{called} The name is its own; the "
+                "host is where this server read it.</p>"
+            )
+        else:
+            who = (
+                f"<p><strong>{e(request.client.name or 'An unnamed application')}</strong> "
+                "asks to use your memory-server account.</p>"
+                '<p class="note">That is the name the application gave itself when it '
+                "registered; this server has not verified it.</p>"
+            )
         body = (
-            f"<p><strong>{e(request.client.name or 'An unnamed application')}</strong> asks "
-            "to use your memory-server account.</p>"
-            '<p class="note">That is the name the application gave itself when it '
-            "registered; this server has not verified it.</p>"
-            "<p>If you approve and sign in, your sign-in is sent to "
-            f"<strong>{e(target.netloc)}</strong>:<br><code>{e(request.redirect_uri)}</code></p>"
+            f"{who}"
+            f"<p>If you approve and sign in, your sign-in is sent to {receiver}:<br>"
+            f"<code>{e(request.redirect_uri)}</code></p>"
             f"<p>It will be able to:</p><ul>{asks}</ul>{where}"
             '<p class="note">Approve only if you started this sign-in in that application '
             "just now.</p>"
@@ -362,7 +496,13 @@ class Authorization:
         pool = urlsplit(self.pool_authorize_url)
         # Chrome applies form-action to the redirects after the post too: the pool's
         # page, then the client's redirect URI (Deny, or the pool with a session).
-        form_action = f"'self' {pool.scheme}://{pool.netloc} {target.scheme}://{target.netloc}"
+        # A private-use redirect has no origin; its scheme is its CSP source.
+        redirect_source = (
+            f"{target.scheme}:"
+            if is_private_use_redirect(request.redirect_uri)
+            else f"{target.scheme}://{target.netloc}"
+        )
+        form_action = f"'self' {pool.scheme}://{pool.netloc} {redirect_source}"
         cookies = []
         if set_cookie:
             secure = "; Secure" if base.startswith("https://") else ""
@@ -476,22 +616,75 @@ def _page(
     return answer
 
 
+def find_app_client(cognito: Any, user_pool_id: str, name: str) -> str:
+    """The id of the pool's app client called ``name`` (``ListUserPoolClients``)."""
+    token: str | None = None
+    while True:
+        page = cognito.list_user_pool_clients(
+            UserPoolId=user_pool_id, MaxResults=60, **({"NextToken": token} if token else {})
+        )
+        for client in page.get("UserPoolClients", []):
+            if client.get("ClientName") == name:
+                return str(client["ClientId"])
+        token = page.get("NextToken")
+        if not token:
+            raise LookupError(f"no app client named {name} in the user pool")
+
+
 def build_authorization(
     env: Mapping[str, str] = os.environ, *, secret: str | None = None
 ) -> Authorization:
     """From the template's environment: ``USER_POOL_ID``, ``OAUTH_BASE_URL`` (the pool's
     domain), ``PUBLIC_BASE_URL``; ``secret`` signs consent tokens (in AWS read from
-    ``CONSENT_SECRET_ARN`` by ``edge.aws_config.consent_secret``; else ``CONSENT_SECRET``)."""
+    ``CONSENT_SECRET_ARN`` by ``edge.aws_config.consent_secret``; else ``CONSENT_SECRET``).
+    With ``SIGNIN_TABLE`` it answers ``POST /token`` too (rotation's families live
+    there); with ``DOCUMENT_CLIENT_NAME`` (or ``DOCUMENT_CLIENT_ID``, ``make dev``) it
+    takes metadata-document clients, signing them in through that app client;
+    ``ALLOWED_REDIRECT_URIS`` as registration reads it."""
     import boto3
+
+    from memory_server.signin.registration import allowed_redirect_uris
+    from memory_server.signin.registry import SigninTable
 
     key = env.get("CONSENT_SECRET", "") if secret is None else secret
     if len(key) < CONSENT_SECRET_MIN_CHARS:
         raise RuntimeError(
             f"the consent key must have at least {CONSENT_SECRET_MIN_CHARS} characters"
         )
+    cognito = boto3.client("cognito-idp")
+    pool_id = env["USER_POOL_ID"]
+    oauth_base = env["OAUTH_BASE_URL"].rstrip("/")
+    public_base_url = env.get("PUBLIC_BASE_URL") or None
+    documents = None
+    pool_client: Callable[[], str] | None = None
+    if env.get("DOCUMENT_CLIENT_ID"):
+        fixed = env["DOCUMENT_CLIENT_ID"]
+        pool_client = lambda: fixed  # noqa: E731
+    elif env.get("DOCUMENT_CLIENT_NAME"):
+        name = env["DOCUMENT_CLIENT_NAME"]
+        # Looked up once, on the first document client's sign-in (not at every cold start).
+        pool_client = functools.cache(lambda: find_app_client(cognito, pool_id, name))
+    if pool_client is not None:
+        documents = ClientDocuments(
+            allowed_https=allowed_redirect_uris(env.get("ALLOWED_REDIRECT_URIS"))
+        )
+    token_endpoint = None
+    if env.get("SIGNIN_TABLE"):
+        token_endpoint = TokenEndpoint(
+            pool_token_url=f"{oauth_base}/oauth2/token",
+            pool_revoke_url=f"{oauth_base}/oauth2/revoke",
+            key=key.encode(),
+            families=SigninTable(boto3.client("dynamodb"), env["SIGNIN_TABLE"]),
+            documents=documents,
+            document_pool_client=pool_client,
+            public_base_url=public_base_url,
+        )
     return Authorization(
-        clients=PoolClients(boto3.client("cognito-idp"), env["USER_POOL_ID"]),
-        pool_authorize_url=env["OAUTH_BASE_URL"].rstrip("/") + "/oauth2/authorize",
+        clients=PoolClients(cognito, pool_id),
+        pool_authorize_url=oauth_base + "/oauth2/authorize",
         key=key.encode(),
-        public_base_url=env.get("PUBLIC_BASE_URL") or None,
+        public_base_url=public_base_url,
+        documents=documents,
+        document_pool_client=pool_client,
+        token_endpoint=token_endpoint,
     )

@@ -9,15 +9,28 @@ clients require of an authorization server and Cognito lacks:
   person's machine), whose token endpoint is the pool's, and which states PKCE
   (``S256``) and the registration endpoint;
 - RFC 7591 registration (:func:`parse_registration`): a public client (no secret,
-  authorization code + PKCE, refresh tokens) with redirect URIs on the loopback
-  interface over http (``127.0.0.1``, ``localhost`` or ``[::1]``, any port), where the
-  code never leaves the person's machine, or exactly one of the https redirect URIs
-  the operator allows (:data:`DEFAULT_ALLOWED_REDIRECT_URIS` unless
-  ``ALLOWED_REDIRECT_URIS`` says otherwise): anyone may register, so an https redirect
-  anywhere else would let a stranger's link send a person's code to the stranger. Other
-  redirect URIs are dropped from the registration (RFC 7591 §3.2.1 lets the server
-  replace requested values; the answer lists what was registered); a request left with
-  none is refused with ``invalid_redirect_uri``, naming the rule.
+  authorization code + PKCE, refresh tokens) with redirect URIs of the kinds RFC 8252
+  gives native apps and of the web hosts the operator trusts:
+
+  - http on the loopback interface (``127.0.0.1``, ``localhost`` or ``[::1]``, any
+    port), where the code never leaves the person's machine;
+  - a private-use scheme (RFC 8252 §7.1): a reverse domain name (``com.example.app:``)
+    or one of :data:`NAMED_PRIVATE_SCHEMES` (``cursor``, ``vscode``, ...). The operating
+    system, not this server, decides which application receives it, so such a redirect
+    always passes the consent page first;
+  - exactly one of the https redirect URIs the operator allows
+    (:data:`DEFAULT_ALLOWED_REDIRECT_URIS` unless ``ALLOWED_REDIRECT_URIS`` says
+    otherwise): anyone may register, so an https redirect anywhere else would let a
+    stranger's link send a person's code to the stranger.
+
+  Never ``javascript:``, ``data:``, ``file:`` or any other scheme, nor http off the
+  loopback interface. Other redirect URIs are dropped from the registration (RFC 7591
+  §3.2.1 lets the server replace requested values; the answer lists what was
+  registered); a request left with none is refused with ``invalid_redirect_uri``,
+  naming the rule.
+
+A Client ID Metadata Document's redirect URIs follow the same rules, except that an
+https redirect on the document's own host is accepted too (:mod:`.cimd`).
 """
 
 from __future__ import annotations
@@ -52,9 +65,21 @@ DEFAULT_ALLOWED_REDIRECT_URIS = (
     "https://claude.com/api/mcp/auth_callback",
     "https://chatgpt.com/connector_platform_oauth_redirect",
 )
+# Private-use schemes (RFC 8252 §7.1) of MCP hosts that do not use a reverse domain
+# name; any scheme with a dot in it is taken as one (com.example.app).
+NAMED_PRIVATE_SCHEMES = frozenset(
+    {"cursor", "vscode", "vscode-insiders", "windsurf", "claude", "codex"}
+)
+# Schemes that are never a redirect, whatever the shape of their name.
+_NEVER_SCHEMES = frozenset(
+    {"javascript", "data", "file", "vbscript", "blob", "about", "filesystem", "ftp", "ws", "wss"}
+)
+_REVERSE_DOMAIN = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+$")
 REDIRECT_RULE = (
     "a redirect URI must be http on the loopback interface (127.0.0.1, localhost or "
-    "[::1], any port) or exactly one of the https redirect URIs this server allows"
+    "[::1], any port), a private-use scheme (a reverse domain name such as "
+    "com.example.app:/callback, or cursor:, vscode:, vscode-insiders:, windsurf:, "
+    "claude:, codex:) or exactly one of the https redirect URIs this server allows"
 )
 # Cognito's name of a registered client (cognito_client_name): prefix, number, name.
 _REGISTERED_NAME = re.compile(r"^mcp-registered\.[0-9a-f]+\.(?P<name>.*)$", re.DOTALL)
@@ -74,11 +99,14 @@ class ClientRequest:
 
 def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
     """RFC 8414 metadata of the authorization server at ``base_url`` (the product),
-    whose tokens come from ``oauth_base_url`` (the user pool's domain)."""
+    whose tokens come from ``oauth_base_url`` (the user pool's domain) through the
+    product's token endpoint."""
     return {
         "issuer": base_url,
         "authorization_endpoint": f"{base_url}{AUTHORIZE_PATH}",
-        "token_endpoint": f"{oauth_base_url}/oauth2/token",
+        # The front door's (.token), in front of the pool's: it signs metadata-document
+        # clients in and rotates public clients' refresh tokens.
+        "token_endpoint": f"{base_url}/token",
         "registration_endpoint": f"{base_url}{REGISTER_PATH}",
         "scopes_supported": list(MCP_SCOPES),
         "response_types_supported": ["code"],
@@ -90,12 +118,15 @@ def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
             "client_secret_post",
         ],
         "code_challenge_methods_supported": ["S256"],
+        # An https client_id names the client's metadata document (.cimd).
+        "client_id_metadata_document_supported": True,
     }
 
 
-def _well_formed(uri: object) -> SplitResult | None:
+def _well_formed(uri: object, *, need_host: bool = True) -> SplitResult | None:
     """``uri`` split, if it is an absolute URI Cognito could store as a callback: no
-    fragment, no credentials, no whitespace or control characters, a valid port."""
+    fragment, no credentials, no whitespace or control characters, a valid port (and
+    a host, unless ``need_host`` is False: ``com.example.app:/callback`` has none)."""
     if not isinstance(uri, str) or len(uri) > REDIRECT_URI_MAX_CHARS:
         return None
     if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) == 0x7F for ch in uri):
@@ -107,7 +138,9 @@ def _well_formed(uri: object) -> SplitResult | None:
         return None
     if parts.fragment or "#" in uri or parts.username is not None or parts.password is not None:
         return None
-    return parts if parts.hostname else None
+    if not parts.scheme:
+        return None
+    return parts if parts.hostname or not need_host else None
 
 
 def is_loopback_redirect(uri: object) -> bool:
@@ -117,14 +150,33 @@ def is_loopback_redirect(uri: object) -> bool:
     return parts is not None and parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
 
 
+def is_private_use_redirect(uri: object) -> bool:
+    """A private-use scheme (RFC 8252 §7.1): a reverse domain name or a named one."""
+    parts = _well_formed(uri, need_host=False)
+    if parts is None:
+        return False
+    scheme = parts.scheme.lower()
+    if scheme in _NEVER_SCHEMES or scheme in ("http", "https"):
+        return False
+    if scheme in NAMED_PRIVATE_SCHEMES:
+        return True
+    # A reverse domain name has at least two labels: com.example.app, not "example".
+    return bool(_REVERSE_DOMAIN.match(scheme))
+
+
+def is_https_redirect(uri: object) -> bool:
+    parts = _well_formed(uri)
+    return parts is not None and parts.scheme == "https"
+
+
 def allowed_redirect_uri(
     uri: object, allowed: Collection[str] = DEFAULT_ALLOWED_REDIRECT_URIS
 ) -> bool:
-    """Loopback over http, or one of ``allowed`` exactly (https, well formed)."""
-    if is_loopback_redirect(uri):
+    """Loopback over http, a private-use scheme, or one of ``allowed`` exactly (https,
+    well formed)."""
+    if is_loopback_redirect(uri) or is_private_use_redirect(uri):
         return True
-    parts = _well_formed(uri)
-    return parts is not None and parts.scheme == "https" and uri in allowed
+    return is_https_redirect(uri) and uri in allowed
 
 
 def allowed_redirect_uris(setting: str | None) -> frozenset[str]:

@@ -20,6 +20,11 @@ Items, by partition key ``pk``:
   names the workspace asking (docs/admin.md).
 - ``rate#{bucket}#{hour}``: a registration counter, ``hits``, expiring (TTL attribute
   ``expires_at``) after its hour.
+- ``family#{id}``: one sign-in of a public client whose refresh tokens the front door
+  rotates (:mod:`.token`): ``client_id`` (as the client knows itself), ``pool_client``
+  (the app client the pool knows), ``pool_refresh`` (the pool's refresh token, never
+  shown to the client), ``generation`` (the one refresh token of the family still
+  good), ``revoked``, ``expires_at`` (TTL: the pool's refresh token's end).
 
 Only the low-level DynamoDB client is used (typed attribute values), and only
 ``GetItem``/``PutItem``/``UpdateItem``/``DeleteItem``/``Scan``/``TransactWriteItems``.
@@ -44,6 +49,7 @@ logger = logging.getLogger(__name__)
 CLIENT_PREFIX = "client#"
 PENDING_PREFIX = "pending#"
 AGENT_PREFIX = "agent#"
+FAMILY_PREFIX = "family#"
 REGISTERED_COUNT = "count#registered"
 # An IPv6 host usually holds a whole /64: one source, whatever address it picks.
 IPV6_SOURCE_PREFIX = 64
@@ -62,6 +68,17 @@ class ClientRecord:
     @property
     def last_activity(self) -> int:
         return self.last_used if self.last_used is not None else self.created_at
+
+
+@dataclass(frozen=True)
+class RefreshFamily:
+    family_id: str
+    client_id: str
+    pool_client: str
+    pool_refresh: str
+    generation: int
+    revoked: bool
+    expires_at: int
 
 
 @dataclass(frozen=True)
@@ -276,6 +293,68 @@ class SigninTable:
         }
         if not self._transact(counted, self._count_change(-1)):
             self.client.delete_item(TableName=self.name, Key=self._key(CLIENT_PREFIX + client_id))
+
+    # -- refresh-token families (the front door's rotation) ------------------------
+
+    def start_family(self, family: RefreshFamily) -> None:
+        self.client.put_item(
+            TableName=self.name,
+            Item={
+                "pk": {"S": FAMILY_PREFIX + family.family_id},
+                "client_id": {"S": family.client_id},
+                "pool_client": {"S": family.pool_client},
+                "pool_refresh": {"S": family.pool_refresh},
+                "generation": {"N": str(family.generation)},
+                "revoked": {"BOOL": family.revoked},
+                "expires_at": {"N": str(family.expires_at)},
+            },
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def family(self, family_id: str) -> RefreshFamily | None:
+        item = self.client.get_item(
+            TableName=self.name, Key=self._key(FAMILY_PREFIX + family_id), ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            return None
+        return RefreshFamily(
+            family_id=family_id,
+            client_id=item["client_id"]["S"],
+            pool_client=item["pool_client"]["S"],
+            pool_refresh=item["pool_refresh"]["S"],
+            generation=int(item["generation"]["N"]),
+            revoked=bool(item["revoked"]["BOOL"]),
+            expires_at=int(item["expires_at"]["N"]),
+        )
+
+    def advance_family(self, family_id: str, generation: int) -> bool:
+        """Make ``generation + 1`` the family's good token if ``generation`` still is
+        (one of two concurrent uses of a token wins); False otherwise."""
+        try:
+            self.client.update_item(
+                TableName=self.name,
+                Key=self._key(FAMILY_PREFIX + family_id),
+                UpdateExpression="SET generation = :next",
+                ConditionExpression="generation = :current AND revoked = :no",
+                ExpressionAttributeValues={
+                    ":next": {"N": str(generation + 1)},
+                    ":current": {"N": str(generation)},
+                    ":no": {"BOOL": False},
+                },
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def revoke_family(self, family_id: str) -> None:
+        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
+            self.client.update_item(
+                TableName=self.name,
+                Key=self._key(FAMILY_PREFIX + family_id),
+                UpdateExpression="SET revoked = :yes",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":yes": {"BOOL": True}},
+            )
 
     # -- agent keys' app clients --------------------------------------------------
 
