@@ -243,6 +243,15 @@ REVOKE ALL ON FUNCTION search_fetch(tsquery, tsquery, tsquery, uuid, uuid[], tex
 -- record-unit pairs; the result is then the best of those. Every fetch checks
 -- workspace, owner and context on the row against the view in the request settings,
 -- as well as through the cells.
+-- Of p_owners, those the caller may search: the workspace's records, and its own when
+-- it has a personal namespace (can_see's owner rule). Both sides of a search use it.
+CREATE OR REPLACE FUNCTION search_owners(p_owners uuid[]) RETURNS uuid[]
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN ARRAY(SELECT DISTINCT o FROM unnest(p_owners) AS o
+             WHERE o = '00000000-0000-0000-0000-000000000000'
+                OR (o = setting_uuid('app.principal_id')
+                    AND coalesce(current_setting('app.personal', true) = 'on', false)));
+
 CREATE OR REPLACE FUNCTION search_candidates(p_words text, p_phrases text[],
                                              p_excluded text[], p_owners uuid[], p_kinds text[],
                                              p_limit integer, p_budget integer,
@@ -261,8 +270,6 @@ AS $$
 DECLARE
     ws constant uuid := setting_uuid('app.workspace_id');
     contexts constant text[] := setting_array('app.contexts');
-    me constant uuid := setting_uuid('app.principal_id');
-    personal constant boolean := coalesce(current_setting('app.personal', true) = 'on', false);
     started constant timestamptz := now();
     -- SET memory.search_trace = on: each step is reported as a NOTICE (JSON), for the
     -- benchmark, which replays the segments under EXPLAIN. Only the caller's own view.
@@ -311,9 +318,7 @@ BEGIN
        OR NOT coalesce('read' = ANY (setting_array('app.grants')), false) THEN
         RETURN;
     END IF;
-    owners := ARRAY(SELECT DISTINCT o FROM unnest(p_owners) AS o
-                    WHERE o = '00000000-0000-0000-0000-000000000000'
-                       OR (o = me AND personal));
+    owners := search_owners(p_owners);
     IF cardinality(owners) = 0 OR p_limit < 1 THEN
         RETURN;
     END IF;

@@ -58,7 +58,7 @@ _LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
 # infra/migrations (tests/integration/test_migrations.py holds the two together). The
 # service checks it at start (``require_version``): a database that is older has not
 # been migrated yet, one that is newer was upgraded by a later release.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class MigrationError(RuntimeError):
@@ -271,6 +271,7 @@ def bootstrap(
             )
         )
         sql_files.run(admin, "bootstrap_revoke_public_create")
+        sql_files.run(admin, "bootstrap_create_vector")
         for role, _ in roles:
             admin.execute(
                 sql.SQL("ALTER ROLE {} SET search_path = {}").format(

@@ -1,0 +1,164 @@
+-- Search by meaning: the embedding side of hybrid recall (table: 0005_embeddings.sql).
+--
+-- The runtime role holds no privilege on search_embeddings or embedding_queue; these
+-- functions reach them as the owner and apply the one visibility predicate themselves
+-- (can_see and is_live of 10_visibility.sql, over the caller's app.* settings, as the
+-- row-level security policies do), so a vector never widens what a caller sees.
+--
+-- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
+-- migrations).
+
+-- The text a record is embedded from: its path's words, then its body. content_hash
+-- of search_embeddings is the SHA-256 of this text.
+CREATE OR REPLACE FUNCTION embedding_text(p_path text, p_body text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN search_path_words(p_path) || E'\n' || coalesce(p_body, '');
+
+-- A record whose searchable terms changed (or a new one) waits for its embedding.
+CREATE OR REPLACE FUNCTION queue_embedding() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+BEGIN
+    INSERT INTO embedding_queue AS q (memory_id) VALUES (NEW.memory_id)
+    ON CONFLICT (memory_id) DO UPDATE SET queued_at = now(), attempts = 0;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION queue_embedding() FROM PUBLIC;
+DROP TRIGGER IF EXISTS search_documents_queue_embedding ON search_documents;
+CREATE TRIGGER search_documents_queue_embedding AFTER INSERT ON search_documents
+    FOR EACH ROW EXECUTE FUNCTION queue_embedding();
+DROP TRIGGER IF EXISTS search_documents_requeue_embedding ON search_documents;
+CREATE TRIGGER search_documents_requeue_embedding AFTER UPDATE OF terms ON search_documents
+    FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms)
+    EXECUTE FUNCTION queue_embedding();
+
+-- Up to p_limit queued records, oldest first, locked for this transaction (others
+-- skip them), with the text to embed and its hash. A request's caller (the
+-- after-response job) claims only records in its own view; the owner role (the
+-- backfill: memoryctl, the migrations function, make dev) claims any. A record that
+-- failed p_max_attempts times waits for the next backfill (attempts is reset there).
+CREATE OR REPLACE FUNCTION embedding_claim(p_limit integer, p_max_attempts integer)
+RETURNS TABLE (memory_id uuid, content text, content_hash bytea)
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    WITH claimed AS (
+        SELECT q.memory_id, embedding_text(m.path, m.body) AS content
+        FROM embedding_queue AS q
+        JOIN memories AS m ON m.id = q.memory_id
+        WHERE q.attempts < p_max_attempts
+          AND (pg_has_role(session_user, 'memory_owner', 'MEMBER')
+               OR (m.workspace_id = setting_uuid('app.workspace_id')
+                   AND can_see(m.workspace_id, m.owner_id, m.context_key)))
+        ORDER BY q.queued_at
+        LIMIT p_limit
+        FOR UPDATE OF q SKIP LOCKED
+    )
+    SELECT c.memory_id, c.content, sha256(convert_to(c.content, 'UTF8')) FROM claimed AS c
+$$;
+REVOKE ALL ON FUNCTION embedding_claim(integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION embedding_claim(integer, integer) TO memory_runtime;
+
+-- Store the vectors of claimed records and take them off the queue; a record whose
+-- text changed since it was claimed (its hash differs now) keeps its place in the
+-- queue and its older vector is not stored. p_failed: claimed records the embedder
+-- gave no vector for (it was down): one attempt more each. Returns how many stored.
+CREATE OR REPLACE FUNCTION embedding_store(p_ids uuid[], p_hashes bytea[], p_vectors text[],
+                                           p_model text, p_dimensions integer,
+                                           p_failed uuid[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    stored integer;
+BEGIN
+    WITH given AS (
+        SELECT g.id, g.hash, g.vec::public.vector AS vec
+        FROM unnest(p_ids, p_hashes, p_vectors) AS g (id, hash, vec)
+    ), current AS (
+        SELECT given.* FROM given
+        JOIN memories AS m ON m.id = given.id
+        WHERE sha256(convert_to(embedding_text(m.path, m.body), 'UTF8')) = given.hash
+          AND (pg_has_role(session_user, 'memory_owner', 'MEMBER')
+               OR (m.workspace_id = setting_uuid('app.workspace_id')
+                   AND can_see(m.workspace_id, m.owner_id, m.context_key)))
+    ), upserted AS (
+        INSERT INTO search_embeddings AS e (memory_id, model, dimensions, content_hash, embedding)
+        SELECT id, p_model, p_dimensions, hash, vec FROM current
+        WHERE EXISTS (SELECT 1 FROM search_documents AS d WHERE d.memory_id = current.id)
+        ON CONFLICT (memory_id) DO UPDATE
+            SET model = EXCLUDED.model, dimensions = EXCLUDED.dimensions,
+                content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding,
+                embedded_at = now()
+        RETURNING e.memory_id
+    )
+    DELETE FROM embedding_queue AS q USING upserted AS u WHERE q.memory_id = u.memory_id;
+    GET DIAGNOSTICS stored = ROW_COUNT;
+    UPDATE embedding_queue SET attempts = attempts + 1
+    WHERE memory_id = ANY (coalesce(p_failed, '{}'));
+    RETURN stored;
+END
+$$;
+REVOKE ALL ON FUNCTION embedding_store(uuid[], bytea[], text[], text, integer, uuid[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION embedding_store(uuid[], bytea[], text[], text, integer, uuid[])
+    TO memory_runtime;
+
+-- The backfill's bookkeeping (owner only): queue every record not embedded by p_model
+-- (a new model, or a database upgraded to embeddings), and reset the attempts of
+-- records that failed, so they are tried again. Returns what waits now.
+CREATE OR REPLACE FUNCTION embedding_requeue(p_model text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+DECLARE
+    waiting bigint;
+BEGIN
+    INSERT INTO embedding_queue (memory_id, queued_at)
+    SELECT d.memory_id, d.updated_at FROM search_documents AS d
+    LEFT JOIN search_embeddings AS e ON e.memory_id = d.memory_id
+    WHERE e.memory_id IS NULL OR e.model <> p_model
+    ON CONFLICT (memory_id) DO NOTHING;
+    UPDATE embedding_queue SET attempts = 0 WHERE attempts > 0;
+    SELECT count(*) INTO waiting FROM embedding_queue;
+    RETURN waiting;
+END
+$$;
+REVOKE ALL ON FUNCTION embedding_requeue(text) FROM PUBLIC;
+
+-- What the embeddings hold: records, by model and dimensions, and what waits.
+CREATE OR REPLACE FUNCTION embedding_status()
+RETURNS TABLE (model text, dimensions integer, records bigint, queued bigint)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    SELECT e.model, e.dimensions::integer, count(*), (SELECT count(*) FROM embedding_queue)
+    FROM search_embeddings AS e GROUP BY e.model, e.dimensions
+    UNION ALL
+    SELECT NULL, NULL, 0, (SELECT count(*) FROM embedding_queue)
+    WHERE NOT EXISTS (SELECT 1 FROM search_embeddings)
+$$;
+REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
+
+-- The candidates by meaning: the p_limit records in the caller's view nearest to
+-- p_query (cosine), among those embedded by p_model, with their similarity (1 is the
+-- same direction). The view is the one predicate: workspace, owners the caller may
+-- read (search_owners), its listening contexts, live records, the kinds asked for.
+CREATE OR REPLACE FUNCTION search_by_meaning(p_query text, p_model text, p_owners uuid[],
+                                             p_kinds text[], p_limit integer)
+RETURNS TABLE (memory_id uuid, similarity double precision)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) p_query::public.vector)
+    FROM search_documents AS d
+    JOIN search_embeddings AS e ON e.memory_id = d.memory_id
+    WHERE d.workspace_id = setting_uuid('app.workspace_id')
+      AND d.owner_id = ANY (search_owners(p_owners))
+      AND d.context_key = ANY (setting_array('app.contexts'))
+      AND can_see(d.workspace_id, d.owner_id, d.context_key)
+      AND is_live(d.expires_at)
+      AND d.kind = ANY (p_kinds)
+      AND e.model = p_model
+    ORDER BY e.embedding OPERATOR(public.<=>) p_query::public.vector
+    LIMIT least(p_limit, 200)
+$$;
+REVOKE ALL ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer)
+    TO memory_runtime;
