@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 import pytest
@@ -38,7 +38,7 @@ def _client() -> Any:
         "bedrock-runtime",
         region_name="us-east-1",
         aws_access_key_id="testing",
-        aws_secret_access_key="testing",  # noqa: S106
+        aws_secret_access_key="testing",
     )
 
 
@@ -153,8 +153,8 @@ def test_long_text_is_cut_to_titans_bounds() -> None:
 class _Bedrock(BaseHTTPRequestHandler):
     """Answers InvokeModel as the test sets ``mode``: ok, slow, 503 or 429."""
 
-    mode = "ok"
-    seen: list[tuple[str, dict[str, Any]]] = []
+    mode: ClassVar[str] = "ok"
+    seen: ClassVar[list[tuple[str, dict[str, Any]]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
