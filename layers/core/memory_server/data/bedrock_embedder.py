@@ -30,15 +30,13 @@ from memory_server.domain.limits import (
     EMBED_CONNECT_TIMEOUT_S,
     EMBED_MAX_ATTEMPTS,
     EMBED_READ_TIMEOUT_S,
+    TITAN_ASCII_CHARS_PER_TOKEN,
+    TITAN_MAX_CHARS,
+    TITAN_MAX_TOKENS,
 )
 
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
 TITAN_DIMENSIONS = (256, 512, 1024)
-TITAN_MAX_CHARS = 50_000
-TITAN_MAX_TOKENS = 8_192
-# The estimate: an ASCII token covers three characters or more (English averages
-# about four to five), and any other character may be a token of its own (CJK, emoji).
-_ASCII_CHARS_PER_TOKEN = 3
 
 _THROTTLED = {
     "ThrottlingException",
@@ -59,9 +57,9 @@ _REFUSED = {"ValidationException"}
 def titan_max_chars(text: str) -> int:
     """The longest prefix of ``text``, in characters, whose estimated token count
     stays within Titan's 8,192 (and never past its 50,000 characters)."""
-    budget = TITAN_MAX_TOKENS * _ASCII_CHARS_PER_TOKEN  # in ASCII-character units
+    budget = TITAN_MAX_TOKENS * TITAN_ASCII_CHARS_PER_TOKEN  # in ASCII-character units
     for n, char in enumerate(text[:TITAN_MAX_CHARS]):
-        budget -= 1 if char.isascii() else _ASCII_CHARS_PER_TOKEN
+        budget -= 1 if char.isascii() else TITAN_ASCII_CHARS_PER_TOKEN
         if budget < 0:
             return max(n, 1)
     return TITAN_MAX_CHARS

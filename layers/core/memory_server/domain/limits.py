@@ -44,6 +44,12 @@ EXTENSION_DEADLINE_RESERVE_S = 0.5  # the extension stops waiting this before th
 EMBED_CONNECT_TIMEOUT_S = 0.5
 EMBED_READ_TIMEOUT_S = 1.0
 EMBED_MAX_ATTEMPTS = 2  # InvokeModel tries, the first included (botocore standard mode)
+# Titan Text Embeddings V2 reads at most this many characters and tokens. Its tokenizer
+# is not public, so a text is cut to an estimate: an ASCII token covers three characters
+# or more (English averages four to five), any other character may be a token alone.
+TITAN_MAX_CHARS = 50_000
+TITAN_MAX_TOKENS = 8_192
+TITAN_ASCII_CHARS_PER_TOKEN = 3
 
 # -- The migrations function (a CloudFormation custom resource) -------------------------
 CFN_REASON_MAX_CHARS = 3000  # CloudFormation caps the whole response body at 4 KB
