@@ -38,6 +38,19 @@ AFTER_RESPONSE_BATCH = 50  # waiting invocations the local worker runs together 
 AFTER_RESPONSE_LINGER_S = 0.2  # how long the local worker lets a batch gather
 EXTENSION_DEADLINE_RESERVE_S = 0.5  # the extension stops waiting this before the deadline
 
+# -- Embeddings (domain/embedding.py, data/bedrock_embedder.py; docs/store.md) --------
+# A query's vector is asked for inside a search call's deadline, so Bedrock gets one
+# retry and short timeouts; what does not answer in time is a lexical search, flagged.
+EMBED_CONNECT_TIMEOUT_S = 0.5
+EMBED_READ_TIMEOUT_S = 1.0
+EMBED_MAX_ATTEMPTS = 2  # InvokeModel tries, the first included (botocore standard mode)
+# Titan Text Embeddings V2 reads at most this many characters and tokens. Its tokenizer
+# is not public, so a text is cut to an estimate: an ASCII token covers three characters
+# or more (English averages four to five), any other character may be a token alone.
+TITAN_MAX_CHARS = 50_000
+TITAN_MAX_TOKENS = 8_192
+TITAN_ASCII_CHARS_PER_TOKEN = 3
+
 # -- The migrations function (a CloudFormation custom resource) -------------------------
 CFN_REASON_MAX_CHARS = 3000  # CloudFormation caps the whole response body at 4 KB
 MIGRATIONS_TIMEOUT_MARGIN_S = 10.0  # answer FAILED this long before Lambda would kill it
