@@ -179,6 +179,9 @@ def running_dev_stack(cluster: Any, root: Path) -> Iterator[SharedStack]:
         moto_seed=None,
         quiet=True,
         credentials={**cluster.passwords, "cursor_secret": "test-stack-" + "s" * 40},
+        # Words alone: the shared stack's tests hold lexical results; hybrid recall is
+        # proven by tests/integration/test_hybrid_recall.py and its own stack test.
+        embedder="off",
     )
     try:
         dev.start()

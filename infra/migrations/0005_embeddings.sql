@@ -33,9 +33,12 @@ CREATE INDEX search_embeddings_model ON search_embeddings (model);
 -- memories (a create, or a change of what search sees), emptied by the embedder once
 -- the vector is stored. Every record of a database upgraded to this version is queued
 -- here once, so the embedder backfills them.
+-- claimed_at: taken by an embedder then (it holds no lock while the model runs, so a
+-- writer of the record never waits for it); a claim older than a minute is taken again.
 CREATE TABLE embedding_queue (
     memory_id   uuid PRIMARY KEY REFERENCES search_documents ON DELETE CASCADE,
     queued_at   timestamptz NOT NULL DEFAULT now(),
+    claimed_at  timestamptz,
     attempts    integer NOT NULL DEFAULT 0
 );
 CREATE INDEX embedding_queue_oldest ON embedding_queue (queued_at);

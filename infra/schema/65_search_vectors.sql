@@ -20,7 +20,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
     INSERT INTO embedding_queue AS q (memory_id) VALUES (NEW.memory_id)
-    ON CONFLICT (memory_id) DO UPDATE SET queued_at = now(), attempts = 0;
+    ON CONFLICT (memory_id) DO UPDATE SET queued_at = now(), claimed_at = NULL, attempts = 0;
     RETURN NULL;
 END
 $$;
@@ -33,28 +33,37 @@ CREATE TRIGGER search_documents_requeue_embedding AFTER UPDATE OF terms ON searc
     FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms)
     EXECUTE FUNCTION queue_embedding();
 
--- Up to p_limit queued records, oldest first, locked for this transaction (others
--- skip them), with the text to embed and its hash. A request's caller (the
--- after-response job) claims only records in its own view; the owner role (the
--- backfill: memoryctl, the migrations function, make dev) claims any. A record that
--- failed p_max_attempts times waits for the next backfill (attempts is reset there).
+-- Up to p_limit queued records, oldest first, marked claimed (others skip them for
+-- a minute), with the text to embed and its hash. Its own short transaction: no lock
+-- is held while the model runs. A request's caller (the after-response job) claims
+-- only records in its own view; the owner role (the backfill: memoryctl, the
+-- migrations function, make dev) claims any. A record that failed p_max_attempts
+-- times waits for the next backfill (which resets attempts).
 CREATE OR REPLACE FUNCTION embedding_claim(p_limit integer, p_max_attempts integer)
 RETURNS TABLE (memory_id uuid, content text, content_hash bytea)
 LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
-    WITH claimed AS (
-        SELECT q.memory_id, embedding_text(m.path, m.body) AS content
+    WITH waiting AS (
+        SELECT q.memory_id
         FROM embedding_queue AS q
         JOIN memories AS m ON m.id = q.memory_id
         WHERE q.attempts < p_max_attempts
+          AND (q.claimed_at IS NULL OR q.claimed_at < now() - interval '1 minute')
           AND (pg_has_role(session_user, 'memory_owner', 'MEMBER')
                OR (m.workspace_id = setting_uuid('app.workspace_id')
                    AND can_see(m.workspace_id, m.owner_id, m.context_key)))
         ORDER BY q.queued_at
         LIMIT p_limit
         FOR UPDATE OF q SKIP LOCKED
+    ), claimed AS (
+        UPDATE embedding_queue AS q SET claimed_at = now()
+        FROM waiting AS w WHERE q.memory_id = w.memory_id
+        RETURNING q.memory_id
     )
-    SELECT c.memory_id, c.content, sha256(convert_to(c.content, 'UTF8')) FROM claimed AS c
+    SELECT c.memory_id, t.content, sha256(convert_to(t.content, 'UTF8'))
+    FROM claimed AS c
+    JOIN memories AS m ON m.id = c.memory_id
+    CROSS JOIN LATERAL (SELECT embedding_text(m.path, m.body) AS content) AS t
 $$;
 REVOKE ALL ON FUNCTION embedding_claim(integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION embedding_claim(integer, integer) TO memory_runtime;
@@ -94,7 +103,7 @@ BEGIN
     )
     DELETE FROM embedding_queue AS q USING upserted AS u WHERE q.memory_id = u.memory_id;
     GET DIAGNOSTICS stored = ROW_COUNT;
-    UPDATE embedding_queue SET attempts = attempts + 1
+    UPDATE embedding_queue SET attempts = attempts + 1, claimed_at = NULL
     WHERE memory_id = ANY (coalesce(p_failed, '{}'));
     RETURN stored;
 END
@@ -117,7 +126,8 @@ BEGIN
     LEFT JOIN search_embeddings AS e ON e.memory_id = d.memory_id
     WHERE e.memory_id IS NULL OR e.model <> p_model
     ON CONFLICT (memory_id) DO NOTHING;
-    UPDATE embedding_queue SET attempts = 0 WHERE attempts > 0;
+    UPDATE embedding_queue SET attempts = 0, claimed_at = NULL
+    WHERE attempts > 0 OR claimed_at IS NOT NULL;
     SELECT count(*) INTO waiting FROM embedding_queue;
     RETURN waiting;
 END

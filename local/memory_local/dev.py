@@ -45,9 +45,11 @@ from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S
+from memory_server.domain.embedding import Embedder
+from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S, EMBED_BATCH
 from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
+from memory_server.operations.embeddings import backfill
 from memory_server.signin.authorization import Authorization, build_authorization
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
@@ -92,6 +94,10 @@ def _starting(event: dict[str, Any], context: Any) -> Any:
     raise RuntimeError("the dev stack is still starting")
 
 
+# make dev's embedder: all-MiniLM-L6-v2 on CPU (docs/store.md, "Embeddings: the local model").
+LOCAL_EMBEDDER = "python:memory_local.embedder:LocalEmbedder"
+
+
 def load_handler_module(function: str = "mcp") -> ModuleType:
     """``functions/{function}/app.py``, the Lambda handler itself (the MCP one reads
     os.environ)."""
@@ -131,6 +137,9 @@ class DevStack:
     info: dict[str, Any] = field(default_factory=dict)
     # How often the registered clients' sweep runs (the template's SweepClients schedule).
     client_sweep_every_s: float = CLIENT_SWEEP_EVERY_S
+    # Hybrid recall's embedder (runtime.embedder_from_env): None takes EMBEDDER from the
+    # environment, else the local model; "off" for words alone.
+    embedder: str | None = None
     _stop_sweeper: threading.Event = field(default_factory=threading.Event)
 
     def _say(self, message: str) -> None:
@@ -200,6 +209,7 @@ class DevStack:
                 "AUDIT_BUS_NAME": provisioned.bus_name,
                 "SIGNIN_TABLE": provisioned.signin_table,
                 "DB_POOL_SIZE": "16",
+                "EMBEDDER": self.embedder or os.environ.get("EMBEDDER") or LOCAL_EMBEDDER,
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_METRICS_DISABLED": "true",
                 "POWERTOOLS_LOG_LEVEL": "WARNING",
@@ -253,6 +263,8 @@ class DevStack:
             seeded = demo.seed(owner, self.aws, issuer, self.app.service.store)
         with psycopg.connect(owner_url, autocommit=True) as owner:
             self._retire_lost_agent_keys(owner)
+        if self.app.service.embedder is not None:
+            self._start_backfill(owner_url, self.app.service.embedder)
         self.gateway.handler = self.app.handler
         self.gateway.management = self.management.route
         self.gateway.authorization = self.authorization.route
@@ -296,6 +308,25 @@ class DevStack:
         endpoint_file.chmod(0o600)
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
+
+    def _start_backfill(self, owner_url: str, embedder: Embedder) -> None:
+        """Embed, in the background, every record the model has not (a `.dev/` from
+        before hybrid recall, records written while the stack was down or with another
+        model); progress on the console every 1,000 records."""
+
+        def progress(done: int, total: int | None) -> None:
+            if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
+                self._say(f"embedding records: {done:,} of {total:,}")
+
+        def run() -> None:
+            try:
+                stored, left = backfill(owner_url, embedder, progress=progress)
+                if stored or left:
+                    self._say(f"embeddings ready ({stored:,} made now, {left:,} waiting)")
+            except Exception as error:  # the stack stopping under it; the next start resumes
+                self._say(f"embedding backfill stopped: {error}")
+
+        threading.Thread(target=run, name="embedding-backfill", daemon=True).start()
 
     def start_publisher(self) -> ProcessPublisher:
         """Hand the handler's audit publishing to a new child process (the previous

@@ -149,6 +149,18 @@ SEARCH_RARE_WORD_RECORDS = 128
 SEARCH_SEGMENTS_FIRST = 2
 SEARCH_SEGMENTS_AFTER = 6
 
+# -- Hybrid recall (docs/store.md, "Search by meaning") -------------------------------
+# Candidates each side of a hybrid search offers the fusion (words: BM25; meaning:
+# cosine over the embeddings), and the weight of meaning in the fused score (words
+# weigh 1 minus it). Each side's scores are scaled to [0, 1] over its own candidates
+# first (bench/hybrid_bench.py measured the weight on the project's own sets).
+SEARCH_FUSION_CANDIDATES = 50
+SEARCH_FUSION_MEANING_WEIGHT = 0.5
+# Records the embedder takes from the queue at a time (one model call each batch), and
+# the tries a record gets before only a backfill takes it again.
+EMBED_BATCH = 32
+EMBED_QUEUE_ATTEMPTS = 5
+
 # -- Admin API (docs/admin.md) ------------------------------------------------------
 ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context
 ADMIN_AUDIT_DEFAULT_ITEMS = 50  # GET /audit, one page

@@ -25,6 +25,9 @@ class Hit:
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     hits: list[Hit]  # best first, at most the caller's limit
+    # "hybrid" (words and meaning), "lexical" (no embedder), or "lexical (<reason>)":
+    # the embedder could not answer, so words alone (docs/contract.md, memory_search).
+    recall: str = "lexical"
 
 
 @dataclass(frozen=True, slots=True)

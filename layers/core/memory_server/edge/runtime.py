@@ -11,6 +11,7 @@ import psycopg
 
 from memory_server.data import migrate
 from memory_server.data.pool import Database
+from memory_server.domain.embedding import Embedder, EmbedderError
 from memory_server.edge import aws_config
 from memory_server.edge.service import McpService, Settings
 from memory_server.operations import after_response
@@ -30,6 +31,10 @@ ENVIRONMENT = (
     # Read by functions/mcp/app.py: "true" unless the function's tracing is Active,
     # so the X-Ray SDK is imported only when traces are recorded.
     "POWERTOOLS_TRACE_DISABLED",
+    # Hybrid recall (embedder_from_env): "off", "bedrock" (with EMBEDDING_DIMENSIONS),
+    # or "python:<module>:<factory>" (make dev's local model).
+    "EMBEDDER",
+    "EMBEDDING_DIMENSIONS",
 )
 
 
@@ -62,6 +67,23 @@ def require_schema(db: Database) -> None:
     migrate.require_version(found)
 
 
+def embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
+    """The embedder ``EMBEDDER`` names, built now, so that a missing or corrupt model
+    stops the start (``EmbedderError``) rather than the first search."""
+    spec = env.get("EMBEDDER", "off").strip() or "off"
+    if spec == "off":
+        return None
+    if spec == "bedrock":
+        from memory_server.data.bedrock_embedder import BedrockEmbedder
+
+        return BedrockEmbedder(dimensions=int(env.get("EMBEDDING_DIMENSIONS", "512")))
+    if spec.startswith("python:") and spec.count(":") == 2:
+        _, module, factory = spec.split(":")
+        built: Embedder = getattr(importlib.import_module(module), factory)()
+        return built
+    raise EmbedderError(f"EMBEDDER must be off, bedrock or python:<module>:<factory>, not {spec!r}")
+
+
 def build_service(
     env: Mapping[str, str] = os.environ, *, observer: Observer | None = None
 ) -> McpService:
@@ -84,4 +106,12 @@ def build_service(
     # In Lambda an internal extension publishes after the response (it must register
     # now, during init); elsewhere a worker thread does.
     later = after_response.for_environment(env.get("AWS_LAMBDA_RUNTIME_API"))
-    return McpService(settings, db, events_client, dynamodb_client, observer, after_response=later)
+    return McpService(
+        settings,
+        db,
+        events_client,
+        dynamodb_client,
+        observer,
+        after_response=later,
+        embedder=embedder_from_env(env),
+    )

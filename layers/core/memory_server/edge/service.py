@@ -18,6 +18,7 @@ from typing import Any
 from memory_server.admin.http import AdminApi
 from memory_server.admin.identity import LambdaDirectory
 from memory_server.data.pool import Database
+from memory_server.domain.embedding import Embedder
 from memory_server.edge.routing import Edge
 from memory_server.gateway.authenticate import Authenticator
 from memory_server.gateway.events import token_identity
@@ -81,16 +82,17 @@ class McpService:
     # Where post-commit work runs once the response has gone (runtime.build_service
     # chooses); the default runs it before the handler returns.
     after_response: AfterResponse = field(default_factory=AfterResponse)
+    embedder: Embedder | None = None  # hybrid recall when set (runtime.embedder_from_env)
     edge: Edge = field(init=False)
 
     def __post_init__(self) -> None:
-        self.store = Store(self.db, self.settings.cursor_secret)
+        self.store = Store(self.db, self.settings.cursor_secret, embedder=self.embedder)
         sink = (
             audit.EventBridgeSink(self.events_client, self.settings.audit_bus)
             if self.events_client is not None and self.settings.audit_bus
             else None
         )
-        publisher = audit.Publisher(self.db, sink, self.after_response)
+        publisher = audit.Publisher(self.db, sink, self.after_response, self.embedder)
         origins = OriginPolicy(
             self.settings.allowed_origins,
             self.settings.allowed_hosts,

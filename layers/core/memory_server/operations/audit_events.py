@@ -27,6 +27,7 @@ from memory_server.data import audit as outbox
 from memory_server.data.pool import Database
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
+from memory_server.domain.embedding import Embedder
 from memory_server.domain.limits import (
     AUDIT_PUBLISH_DEADLINE_S,
     AUDIT_SWEEP_BATCH,
@@ -36,6 +37,7 @@ from memory_server.domain.limits import (
 )
 from memory_server.domain.summaries import iso
 from memory_server.operations.after_response import AfterResponse
+from memory_server.operations.embeddings import EmbedJob
 
 logger = logging.getLogger(__name__)
 
@@ -179,16 +181,23 @@ def purge_expired(auditor: psycopg.Connection[Any], *, limit: int = EXPIRE_SWEEP
 class Publisher:
     """The one post-commit hook: after a request that changed something (an MCP tool
     or an admin action) has committed, publish that request's audit rows once its
-    response has gone (``after_response``; without one, before it returns)."""
+    response has gone (``after_response``; without one, before it returns), and embed
+    what it changed when hybrid recall is on."""
 
     def __init__(
-        self, db: Database, sink: EventSink | None, after_response: AfterResponse | None = None
+        self,
+        db: Database,
+        sink: EventSink | None,
+        after_response: AfterResponse | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.db = db
         self.sink = sink
         self.after_response = after_response or AfterResponse()
+        self.embedder = embedder
 
     def after_commit(self, caller: Caller) -> None:
-        if self.sink is None:
-            return
-        self.after_response.submit(PublishJob(self.db, caller, self.sink))
+        if self.sink is not None:
+            self.after_response.submit(PublishJob(self.db, caller, self.sink))
+        if self.embedder is not None:  # the changed records' vectors (embeddings.EmbedJob)
+            self.after_response.submit(EmbedJob(self.db, caller, self.embedder))

@@ -12,19 +12,24 @@ whole; the protocol layer fits it to the byte budget.
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from memory_server.data import search
+from memory_server.data import embeddings, search
 from memory_server.data.search import HitRow, Terms
 from memory_server.domain.arguments import SearchArgs
 from memory_server.domain.caller import Caller
 from memory_server.domain.content import check_text
 from memory_server.domain.deadline import Deadline
+from memory_server.domain.embedding import EmbeddingUnavailable
 from memory_server.domain.errors import IntegrityViolation, ToolError
 from memory_server.domain.limits import (
     QUERY_MAX_BYTES,
     SEARCH_FETCH_BUDGET,
+    SEARCH_FUSION_CANDIDATES,
+    SEARCH_FUSION_MEANING_WEIGHT,
     SEARCH_MAX_HITS,
     SEARCH_SCORE_BUDGET,
 )
@@ -33,6 +38,8 @@ from memory_server.domain.results import Hit, SearchResult
 from memory_server.domain.search_query import parse_query
 from memory_server.domain.summaries import summary
 from memory_server.operations.store import Store
+
+logger = logging.getLogger(__name__)
 
 
 def memory_search(
@@ -49,22 +56,39 @@ def memory_search(
     parsed = parse_query(args.query)
     if not owners or not (parsed.words or parsed.phrases):
         # No personal namespace to search, or nothing to look for (only exclusions).
-        return SearchResult([])
+        return SearchResult([], "lexical" if store.embedder is None else "hybrid")
 
     terms = Terms(parsed.words, parsed.phrases, parsed.excluded)
+    kinds: list[str] = list(dict.fromkeys(args.kinds))
+    query_vector, recall = _query_vector(store, parsed.words, parsed.phrases)
+    pool = SEARCH_FUSION_CANDIDATES if query_vector is not None else limit
     # One snapshot for both phases, so a concurrent delete cannot trip the assertion;
     # the ranker runs between them, and the hydration travels with the commit.
     with store.db.read(caller, deadline or Deadline(), isolation="repeatable read") as tx:
-        scored = search.candidates(
+        by_words = search.candidates(
             tx,
             terms,
             owners=owners,
-            kinds=list(dict.fromkeys(args.kinds)),
-            limit=limit,
+            kinds=kinds,
+            limit=pool,
             fetch_budget=SEARCH_FETCH_BUDGET,
             score_budget=SEARCH_SCORE_BUDGET,
-        ).get()
-        offered = [Candidate(s.id, s.score) for s in scored]
+        )
+        by_meaning = (
+            embeddings.by_meaning(
+                tx,
+                query_vector,
+                model=store.embedder.model,
+                owners=owners,
+                kinds=kinds,
+                limit=SEARCH_FUSION_CANDIDATES,
+            )
+            if query_vector is not None and store.embedder is not None
+            else None
+        )
+        words = [(s.id, s.score) for s in by_words.get()]
+        meaning = [(n.id, n.similarity) for n in by_meaning.get()] if by_meaning else None
+        offered, matched = fuse(words, meaning, SEARCH_FUSION_MEANING_WEIGHT)
         ranked = store.ranker.rank(args.query, offered, limit)[:limit]
         ids = [c.id for c in ranked]
         hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None
@@ -80,12 +104,60 @@ def memory_search(
     return SearchResult(
         [
             Hit(
-                {**summary(caller, hits[c.id]), "score": round(c.score, 6)},
+                {
+                    **summary(caller, hits[c.id]),
+                    "score": round(c.score, 6),
+                    "matched_by": matched[c.id],
+                },
                 hits[c.id]["excerpt"] or "",
             )
             for c in ranked
-        ]
+        ],
+        recall,
     )
+
+
+def _query_vector(store: Store, words: str, phrases: list[str]) -> tuple[list[float] | None, str]:
+    """The question's vector and what recall this search gets: ``hybrid``, or
+    ``lexical`` (no embedder configured), or ``lexical (<reason>)`` when the embedder
+    could not answer now: the search goes on by words alone, flagged, never failed."""
+    if store.embedder is None:
+        return None, "lexical"
+    text = " ".join([words, *phrases]).strip()
+    try:
+        return store.embedder.embed([text])[0], "hybrid"
+    except EmbeddingUnavailable as error:
+        logger.warning("search by meaning unavailable (%s): words alone", error.reason)
+        return None, f"lexical ({error.reason})"
+
+
+def fuse(
+    words: list[tuple[uuid.UUID, float]],
+    meaning: list[tuple[uuid.UUID, float]] | None,
+    weight: float,
+) -> tuple[list[Candidate], dict[uuid.UUID, str]]:
+    """One score per candidate: each side's scores scaled to [0, 1] over its own
+    candidates (the best is 1; for meaning, the worst offered is 0), then
+    ``(1 - weight) * words + weight * meaning``, a side that did not offer a record
+    counting 0. Without the meaning side the words' scores stand as they are. Also
+    says which side(s) found each record."""
+    if meaning is None:
+        return [Candidate(i, s) for i, s in words], {i: "words" for i, _ in words}
+    fused: dict[uuid.UUID, float] = {}
+    matched: dict[uuid.UUID, str] = {}
+    top = max((s for _, s in words), default=0.0)
+    for record, score in words:
+        fused[record] = (1 - weight) * (score / top if top > 0 else 0.0)
+        matched[record] = "words"
+    if meaning:
+        high = max(s for _, s in meaning)
+        low = min(s for _, s in meaning)
+        span = high - low
+        for record, similarity in meaning:
+            scaled = (similarity - low) / span if span > 0 else 1.0
+            fused[record] = fused.get(record, 0.0) + weight * scaled
+            matched[record] = "both" if record in matched else "meaning"
+    return [Candidate(i, s) for i, s in fused.items()], matched
 
 
 def assert_in_view(caller: Caller, ranked: list[Candidate], hydrated: Mapping[Any, HitRow]) -> None:

@@ -191,7 +191,7 @@ def fit_search(
         return [item(i, cap) for i in range(n)]
 
     def result(items: list[dict[str, Any]], truncated: bool) -> dict[str, Any]:
-        return {"hits": items, "truncated": truncated, "trust": TRUST}
+        return {"hits": items, "truncated": truncated, "recall": found.recall, "trust": TRUST}
 
     def fit(size_of: SizeOf) -> dict[str, Any]:
         count = len(hits)

@@ -111,17 +111,27 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
                         "excerpt": {"type": "string"},
                         "score": {
                             "type": "number",
-                            "description": "Relevance (BM25 and a small recency bonus); "
-                            "higher is better; compare only within one result",
+                            "description": "Relevance (BM25 and a small recency bonus, "
+                            "fused with similarity of meaning in hybrid recall); higher "
+                            "is better; compare only within one result",
+                        },
+                        "matched_by": {
+                            "enum": ["words", "meaning", "both"],
+                            "description": "Which side of the search found this record",
                         },
                     },
-                    [*_ITEM_REQUIRED, "excerpt", "score"],
+                    [*_ITEM_REQUIRED, "excerpt", "score", "matched_by"],
                 ),
             },
             "truncated": {"type": "boolean"},
+            "recall": {
+                "type": "string",
+                "description": "hybrid (words and meaning), lexical (words only), or "
+                "lexical (reason) when search by meaning was unavailable just now",
+            },
             "trust": _TRUST,
         },
-        ["hits", "truncated", "trust"],
+        ["hits", "truncated", "recall", "trust"],
     ),
     "memory_write": _object(
         {

@@ -1,0 +1,190 @@
+"""Hybrid recall on real PostgreSQL with the real local model: records embedded after
+their writes commit, found by meaning under the same view as by words, never widened,
+never stale, and words alone (flagged) when the embedder cannot answer."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+import psycopg
+import pytest
+from memory_local.embedder import LocalEmbedder
+from memory_server.data import embeddings as data
+from memory_server.domain.embedding import EmbeddingUnavailable
+from memory_server.operations.embeddings import EmbedJob, backfill
+from memory_server.operations.store import Store
+
+from tests.builders import Agent, World
+
+DEPLOYS = "memory://workspace/memories/deploys.md"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@pytest.fixture
+def hybrid(store: Store, embedder: LocalEmbedder) -> Store:
+    return Store(store.db, secrets.token_bytes(32), embedder=embedder)
+
+
+class Down:
+    """An embedder whose service is throttling (as Bedrock's ThrottlingException)."""
+
+    def __init__(self, real: LocalEmbedder) -> None:
+        self.model, self.dimensions, self.calls = real.model, real.dimensions, 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        raise EmbeddingUnavailable("throttled", "rate exceeded")
+
+
+def queued(owner: psycopg.Connection, *ids: str) -> dict[str, int]:
+    rows = owner.execute(
+        "SELECT memory_id::text, attempts FROM memory.embedding_queue WHERE memory_id::text = ANY(%s)",
+        (list(ids),),
+    ).fetchall()
+    return dict(rows)
+
+
+def embedded(owner: psycopg.Connection, record: str) -> tuple[str, int] | None:
+    return owner.execute(
+        "SELECT model, dimensions FROM memory.search_embeddings WHERE memory_id = %s", (record,)
+    ).fetchone()
+
+
+def test_a_record_is_found_by_words_at_once_and_by_meaning_after_its_job(
+    world: World, hybrid: Store, owner: psycopg.Connection
+) -> None:
+    ws = world.workspace()
+    alice = ws.person("alice")
+    agent = Agent(hybrid, ws.caller(alice))
+    made = agent.write(
+        uri=DEPLOYS,
+        content="Production releases go out Tuesday to Thursday; never ship on a Friday.",
+        expected_revision=0,
+    )
+    agent.write(
+        uri="memory://workspace/memories/lunch.md",
+        content="The team orders pizza for lunch on Wednesdays.",
+        expected_revision=0,
+    )
+    # By its words at once (the job has not run yet): lexical hits, nothing by meaning.
+    found = agent.search(query="releases Friday")
+    assert [h["uri"] for h in found["hits"]][:1] == [DEPLOYS]
+    assert found["hits"][0]["matched_by"] == "words" and found["recall"] == "hybrid"
+    assert queued(owner, made["id"]) == {made["id"]: 0}
+    # A paraphrase sharing no word with the record finds nothing yet.
+    question = "which weekday is forbidden for putting code live?"
+    assert DEPLOYS not in [h["uri"] for h in agent.search(query=question)["hits"]]
+
+    EmbedJob(hybrid.db, ws.caller(alice), hybrid.embedder)()  # what runs after the response
+    assert queued(owner, made["id"]) == {}
+    assert embedded(owner, made["id"]) == (hybrid.embedder.model, 384)
+    hits = agent.search(query=question)["hits"]
+    assert hits[0]["uri"] == DEPLOYS and hits[0]["matched_by"] == "meaning"
+    both = agent.search(query="when do we ship releases")["hits"][0]
+    assert (both["uri"], both["matched_by"]) == (DEPLOYS, "both")
+
+
+def test_meaning_never_widens_the_view(world: World, hybrid: Store) -> None:
+    ws = world.workspace()
+    alice, bob = ws.person("alice"), ws.person("bob")
+    ws.register("dm:alice-bob", alice, bob)
+    secret = "memory://workspace/notes/rollout.md"
+    in_dm = ws.caller(alice, "dm:alice-bob")
+    Agent(hybrid, in_dm).write(
+        uri=secret,
+        content="The 2.0 launch date is the fourteenth; keep it between us.",
+        expected_revision=0,
+    )
+    Agent(hybrid, ws.caller(bob)).write(
+        uri="memory://me/notes/diary.md",
+        content="Bob's own diary: dentist on Monday.",
+        expected_revision=0,
+    )
+    EmbedJob(hybrid.db, in_dm, hybrid.embedder)()
+    EmbedJob(hybrid.db, ws.caller(bob), hybrid.embedder)()
+    question = "when is the big version shipping?"
+    # The same person, from the workspace or a channel: not a word of the DM.
+    for context in ("workspace", "channel:general"):
+        uris = [
+            h["uri"]
+            for h in Agent(hybrid, ws.caller(alice, context)).search(query=question)["hits"]
+        ]
+        assert secret not in uris
+        assert "memory://me/notes/diary.md" not in uris  # bob's personal notes, never
+    assert [h["uri"] for h in Agent(hybrid, in_dm).search(query=question)["hits"]][:1] == [secret]
+
+
+def test_a_vector_of_an_older_text_is_never_stored(
+    world: World, hybrid: Store, owner: psycopg.Connection, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    alice = ws.person("alice")
+    agent = Agent(hybrid, ws.caller(alice))
+    made = agent.write(uri=DEPLOYS, content="Deploys on Tuesdays.", expected_revision=0)
+    with psycopg.connect(cluster.owner_url) as worker:
+        claimed = [c for c in data.claim(worker, 1000, 5) if str(c.id) == made["id"]]
+        worker.commit()  # the claim holds no lock while the model runs
+        assert claimed, "the record is queued"
+        # The record changes while its old text is being embedded.
+        agent.write(uri=DEPLOYS, content="Deploys on Mondays only.", expected_revision=1)
+        vectors = hybrid.embedder.embed([claimed[0].content])
+        stored = data.store(
+            worker, [(claimed[0], vectors[0])], model=hybrid.embedder.model, dimensions=384
+        )
+        worker.commit()
+    assert stored == 0 and embedded(owner, made["id"]) is None
+    assert made["id"] in queued(owner, made["id"])  # still waiting, for the new text
+    backfill(cluster.owner_url, hybrid.embedder)
+    assert embedded(owner, made["id"]) is not None and queued(owner, made["id"]) == {}
+
+
+def test_an_embedder_that_cannot_answer_degrades_to_words_flagged(
+    world: World, hybrid: Store, owner: psycopg.Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    ws = world.workspace()
+    alice = ws.person("alice")
+    down = Down(hybrid.embedder)  # type: ignore[arg-type]
+    degraded = Store(hybrid.db, hybrid.cursor_secret, embedder=down)  # type: ignore[arg-type]
+    agent = Agent(degraded, ws.caller(alice))
+    made = agent.write(uri=DEPLOYS, content="Releases never on Fridays.", expected_revision=0)
+    EmbedJob(degraded.db, ws.caller(alice), down)()  # the write stands; its vector waits
+    assert queued(owner, made["id"]) == {made["id"]: 1}
+    found = agent.search(query="Fridays releases")
+    assert found["recall"] == "lexical (throttled)"
+    assert [h["uri"] for h in found["hits"]] == [DEPLOYS]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    # Back up: the record's next job (or a backfill) embeds it.
+    EmbedJob(hybrid.db, ws.caller(alice), hybrid.embedder)()
+    assert queued(owner, made["id"]) == {}
+
+
+def test_backfill_embeds_everything_with_progress_and_a_new_model_starts_over(
+    world: World, hybrid: Store, owner: psycopg.Connection, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = Agent(hybrid, ws.caller(ws.person("alice")))
+    ids = [
+        agent.write(
+            uri=f"memory://workspace/notes/n{i}.md",
+            content=f"Note {i} in Português, 日本語 も",
+            expected_revision=0,
+        )["id"]
+        for i in range(40)
+    ]
+    seen: list[tuple[int, int | None]] = []
+    stored, left = backfill(
+        cluster.owner_url, hybrid.embedder, progress=lambda d, t: seen.append((d, t))
+    )
+    assert stored >= 40 and left == 0
+    assert seen[0][0] == 0 and seen[-1][0] == stored and seen[-1][1] is not None
+    assert all(embedded(owner, i) for i in ids)
+    # Another model: every record is queued again, and none compared across models.
+    with psycopg.connect(cluster.owner_url, autocommit=True) as conn:
+        assert data.requeue(conn, "another-model@0") >= 40
+    stored, left = backfill(cluster.owner_url, hybrid.embedder)  # back to this model
+    assert stored >= 40 and left == 0
