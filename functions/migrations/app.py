@@ -57,10 +57,13 @@ from memory_server.data.provision import Passwords, provision, with_role
 from memory_server.domain.errors import AdminError
 from memory_server.domain.limits import (
     CFN_REASON_MAX_CHARS,
+    EMBED_TASK_RECORDS,
     MIGRATIONS_CONNECT_TIMEOUT_S,
     MIGRATIONS_TIMEOUT_MARGIN_S,
 )
 from memory_server.edge import aws_config
+from memory_server.edge.runtime import embedder_from_env
+from memory_server.operations.embeddings import backfill
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger()
@@ -278,6 +281,15 @@ def handle_operator(
     if task == "migrate":  # e.g. after changing a role password in Secrets Manager
         applied = run_migrations(load_config(env, secrets), time.monotonic() + 240)
         return {"ok": True, "applied": applied}
+    if task == "embed":  # hybrid recall's backlog: also every five minutes (template)
+        embedder = embedder_from_env(env)
+        if embedder is None:
+            return {"ok": True, "embedded": 0, "waiting": None, "embedder": "off"}
+        config = load_config(env, secrets)
+        stored, waiting = backfill(
+            config.owner_conninfo, embedder, limit=int(event.get("limit", EMBED_TASK_RECORDS))
+        )
+        return {"ok": True, "embedded": stored, "waiting": waiting, "model": embedder.model}
     try:
         with _owner(env, secrets) as owner:
             return _operator_task(owner, task, event)

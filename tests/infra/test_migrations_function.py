@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 import pytest
 from memory_server.data import migrate
-from memory_server.data.provision import with_role
+from memory_server.data.provision import with_database, with_role
 from memory_server.domain.grants import sorted_grants
 from memory_server.edge import aws_config
 from psycopg.conninfo import conninfo_to_dict
@@ -452,6 +452,10 @@ def aurora_like() -> Iterator[AuroraLike]:
                 f"CREATE ROLE aurora_master LOGIN CREATEROLE CREATEDB PASSWORD '{master_password}'"
             )
             admin.execute("CREATE DATABASE memory OWNER aurora_master")
+        # Aurora lets its master user (rds_superuser) create pgvector; a plain
+        # CREATEROLE user may not, so the extension is made here as Aurora's would be.
+        with psycopg.connect(with_database(superuser_url, "memory"), autocommit=True) as admin:
+            admin.execute("CREATE EXTENSION vector SCHEMA public")
         master_url = with_role(superuser_url, "aurora_master", master_password, "memory")
         passwords = {k: secrets.token_urlsafe(16) for k in ("owner", "runtime", "auditor")}
         yield AuroraLike(master_url, superuser_url, passwords)

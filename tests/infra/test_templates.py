@@ -568,6 +568,7 @@ def test_network_has_no_internet_route_and_the_endpoints_it_needs(
         "events": "Interface",
         "secretsmanager": "Interface",
         "lambda": "Interface",  # the admin API invokes the management function
+        "bedrock-runtime": "Interface",  # hybrid recall's embeddings (when Embedder=bedrock)
     }
     subnets = resources_of(net, "AWS::EC2::Subnet")
     zones = {json.dumps(s["Properties"]["AvailabilityZone"]) for s in subnets.values()}
@@ -678,3 +679,35 @@ def test_samconfig_defines_dev_and_prod(sam_template: dict[str, Any]) -> None:
         )
     )
     assert prod["DbDeletionProtection"] == "true"
+
+
+def test_hybrid_recall_is_bedrock_by_default_and_off_takes_its_parts_away(
+    sam_template: dict[str, Any], nested_templates: dict[str, dict[str, Any]]
+) -> None:
+    params = sam_template["Parameters"]
+    assert params["Embedder"]["Default"] == "bedrock"
+    assert params["Embedder"]["AllowedValues"] == ["bedrock", "off"]
+    assert params["EmbeddingDimensions"]["AllowedValues"] == ["256", "512", "1024"]
+    resources = sam_template["Resources"]
+    for function in ("McpFunction", "MigrationFunction"):
+        env = resources[function]["Properties"]["Environment"]["Variables"]
+        assert env["EMBEDDER"] == {"Ref": "Embedder"}
+        assert env["EMBEDDING_DIMENSIONS"] == {"Ref": "EmbeddingDimensions"}
+    for role in ("McpRole", "MigrationRole"):
+        (policy,) = [
+            p["Fn::If"]
+            for p in resources[role]["Properties"]["Policies"]
+            if "Fn::If" in p and p["Fn::If"][1].get("PolicyName") == "bedrock-embeddings"
+        ]
+        condition, granted, absent = policy
+        assert condition == "EmbedWithBedrock" and absent == {"Ref": "AWS::NoValue"}
+        (statement,) = granted["PolicyDocument"]["Statement"]
+        assert statement["Action"] == "bedrock:InvokeModel"
+        assert statement["Resource"]["Fn::Sub"].endswith(
+            "::foundation-model/amazon.titan-embed-text-v2:0"
+        )
+    schedule = resources["MigrationFunction"]["Properties"]["Events"]["EmbedBacklog"]
+    assert schedule["Properties"]["Input"] == '{"operator": "embed"}'
+    net = nested_templates["NetworkStack"]
+    endpoint = net["Resources"]["BedrockRuntimeEndpoint"]
+    assert endpoint["Condition"] == "WithBedrock"

@@ -76,17 +76,25 @@ def test_every_tenant_table_forces_rls_and_the_rest_are_unreachable(cluster) -> 
             name,
             commands,
         )
-    # What is left (search index and statistics, invitations, the migrator's ledgers)
+    # What is left (search index, statistics and embeddings, invitations, the migrator's ledgers)
     # the runtime role cannot touch at all (only SECURITY DEFINER functions do).
     assert set(tables) == {
         "search_documents",
         "search_statistics",
+        "search_embeddings",
+        "embedding_queue",
         "invitations",
         "schema_migrations",
         "schema_files",
     }
     assert all(reachable is False for _, _, reachable in tables.values())
-    for table in ("search_documents", "search_statistics", "invitations"):
+    for table in (
+        "search_documents",
+        "search_statistics",
+        "search_embeddings",
+        "embedding_queue",
+        "invitations",
+    ):
         with runtime(cluster) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(f"SELECT count(*) FROM memory.{table}")
 

@@ -34,6 +34,7 @@ THROUGH_THE_PROXY = {
     "admin.py",
     "audit.py",
     "callers.py",
+    "embeddings.py",  # also the backfill, on the owner's own connection
     "pool.py",
     "records.py",
     "remember_keys.py",

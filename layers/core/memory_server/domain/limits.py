@@ -13,6 +13,8 @@ LAMBDA_RESERVE_S = 0.5  # left to answer before Lambda itself gives up
 MIN_DEADLINE_S = 0.05
 
 # -- Database connections (db.py); a black-holed connection must fail, not hang ------
+# The front door's calls to the user pool's token and revocation endpoints, at most.
+SIGNIN_POOL_TIMEOUT_S = 5.0
 DB_POOL_TIMEOUT_S = 5.0  # waiting for a pooled connection, at most (a call's deadline is less)
 DB_CONNECT_TIMEOUT_S = 2  # libpq connect_timeout (whole seconds; libpq's minimum is 2)
 DB_KEEPALIVES_IDLE_S = 3  # silence before the first TCP keepalive probe
@@ -160,6 +162,9 @@ SEARCH_FUSION_MEANING_WEIGHT = 0.5
 # the tries a record gets before only a backfill takes it again.
 EMBED_BATCH = 32
 EMBED_QUEUE_ATTEMPTS = 5
+# Records one run of the migrations function's embed task embeds at most (Titan takes
+# one text a call: about 4 minutes of its 10 at 20 records/s).
+EMBED_TASK_RECORDS = 5000
 
 # -- Admin API (docs/admin.md) ------------------------------------------------------
 ADMIN_CONTEXT_MEMBERS_MAX = 256  # members named in one PUT of a private context

@@ -29,7 +29,6 @@ from memory_server.domain.limits import (
     QUERY_MAX_BYTES,
     SEARCH_FETCH_BUDGET,
     SEARCH_FUSION_CANDIDATES,
-    SEARCH_FUSION_MEANING_WEIGHT,
     SEARCH_MAX_HITS,
     SEARCH_SCORE_BUDGET,
 )
@@ -88,7 +87,7 @@ def memory_search(
         )
         words = [(s.id, s.score) for s in by_words.get()]
         meaning = [(n.id, n.similarity) for n in by_meaning.get()] if by_meaning else None
-        offered, matched = fuse(words, meaning, SEARCH_FUSION_MEANING_WEIGHT)
+        offered, matched = fuse(words, meaning, store.meaning_weight)
         ranked = store.ranker.rank(args.query, offered, limit)[:limit]
         ids = [c.id for c in ranked]
         hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None

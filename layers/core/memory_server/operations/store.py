@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from memory_server.data.pool import Database
 from memory_server.domain.embedding import Embedder
+from memory_server.domain.limits import SEARCH_FUSION_MEANING_WEIGHT
 from memory_server.domain.ranking import DeterministicRanker, Ranker
 
 
@@ -17,3 +18,4 @@ class Store:
     # Hybrid recall when set: writes are embedded after they commit, searches fuse
     # words with meaning (operations.embeddings, operations.memory_search).
     embedder: Embedder | None = None
+    meaning_weight: float = SEARCH_FUSION_MEANING_WEIGHT  # of the fused score (limits.py)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from memory_server.domain.errors import OAuthError
-from memory_server.domain.limits import SIGNIN_REFRESH_TOKEN_DAYS
+from memory_server.domain.limits import SIGNIN_POOL_TIMEOUT_S, SIGNIN_REFRESH_TOKEN_DAYS
 from memory_server.gateway.events import base_url, request_body, request_headers
 from memory_server.signin.cimd import ClientDocuments, is_client_id_url
 from memory_server.signin.registry import RefreshFamily
@@ -50,7 +50,6 @@ CODE_PREFIX = "cimd."  # a code the front door's callback sealed
 REFRESH_PREFIX = "rt."
 CODE_PURPOSE = "code v1"
 REFRESH_PURPOSE = "refresh v1"
-POOL_TIMEOUT_S = 5.0
 _NO_STORE = {"cache-control": "no-store", "pragma": "no-cache"}
 
 # (url, form, headers) -> (status, body) of a POST to the pool.
@@ -72,7 +71,7 @@ def post_form(url: str, form: Mapping[str, str], headers: Mapping[str, str]) -> 
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=POOL_TIMEOUT_S) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=SIGNIN_POOL_TIMEOUT_S) as response:  # noqa: S310
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as error:
         return int(error.code), bytes(error.read())
