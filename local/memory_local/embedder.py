@@ -11,7 +11,8 @@ the local model", says why this export and what it measured.
 Both files are checked against the SHA-256 pinned here when the embedder is built: a
 missing, truncated or altered file is an :class:`EmbedderError` at start, never a
 wrong vector later. This module is development-only and stays out of the Lambda layer
-(onnxruntime alone would take the layer past Lambda's 250 MB).
+(onnxruntime and a model with the product exceed the 250 MB unzipped a Lambda
+package may hold).
 """
 
 from __future__ import annotations
