@@ -151,23 +151,37 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 -- p_query (cosine), among those embedded by p_model, with their similarity (1 is the
 -- same direction). The view is the one predicate: workspace, owners the caller may
 -- read (search_owners), its listening contexts, live records, the kinds asked for.
+-- PL/pgSQL so that the query vector is parsed, and the view's owners and contexts
+-- read, once per call, not once per row (40 ms for 359 records as one SQL statement).
 CREATE OR REPLACE FUNCTION search_by_meaning(p_query text, p_model text, p_owners uuid[],
                                              p_kinds text[], p_limit integer)
 RETURNS TABLE (memory_id uuid, similarity double precision)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
-    SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) p_query::public.vector)
+DECLARE
+    ws constant uuid := setting_uuid('app.workspace_id');
+    contexts constant text[] := setting_array('app.contexts');
+    owners constant uuid[] := search_owners(p_owners);
+    q constant public.vector := p_query::public.vector;
+BEGIN
+    IF ws IS NULL OR contexts IS NULL OR cardinality(owners) = 0
+       OR NOT coalesce('read' = ANY (setting_array('app.grants')), false) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) q)
     FROM search_documents AS d
     JOIN search_embeddings AS e ON e.memory_id = d.memory_id
-    WHERE d.workspace_id = setting_uuid('app.workspace_id')
-      AND d.owner_id = ANY (search_owners(p_owners))
-      AND d.context_key = ANY (setting_array('app.contexts'))
+    WHERE d.workspace_id = ws
+      AND d.owner_id = ANY (owners)
+      AND d.context_key = ANY (contexts)
       AND can_see(d.workspace_id, d.owner_id, d.context_key)
       AND is_live(d.expires_at)
       AND d.kind = ANY (p_kinds)
       AND e.model = p_model
-    ORDER BY e.embedding OPERATOR(public.<=>) p_query::public.vector
-    LIMIT least(p_limit, 200)
+    ORDER BY e.embedding OPERATOR(public.<=>) q
+    LIMIT least(p_limit, 200);
+END
 $$;
 REVOKE ALL ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer)
