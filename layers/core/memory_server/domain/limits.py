@@ -157,7 +157,7 @@ SEARCH_SEGMENTS_AFTER = 6
 # weigh 1 minus it). Each side's scores are scaled to [0, 1] over its own candidates
 # first (bench/hybrid_bench.py measured the weight on the project's own sets).
 SEARCH_FUSION_CANDIDATES = 50
-SEARCH_FUSION_MEANING_WEIGHT = 0.5
+SEARCH_FUSION_MEANING_WEIGHT = 0.3
 # Records the embedder takes from the queue at a time (one model call each batch), and
 # the tries a record gets before only a backfill takes it again.
 EMBED_BATCH = 32
