@@ -62,6 +62,9 @@ keys_app = typer.Typer(help="Agent keys (client-credentials app clients).", no_a
 contexts_app = typer.Typer(help="Private channels and DMs.", no_args_is_help=True)
 workspaces_app = typer.Typer(help="Operator: workspaces (owner role).", no_args_is_help=True)
 identities_app = typer.Typer(help="Operator: identities (owner role).", no_args_is_help=True)
+embeddings_app = typer.Typer(
+    help="Operator: hybrid recall's vectors (owner role).", no_args_is_help=True
+)
 app.add_typer(memory_app, name="memory")
 app.add_typer(members_app, name="members")
 app.add_typer(invitations_app, name="invitations")
@@ -69,6 +72,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(contexts_app, name="contexts")
 app.add_typer(workspaces_app, name="workspaces")
 app.add_typer(identities_app, name="identities")
+app.add_typer(embeddings_app, name="embeddings")
 
 out = Console()
 err = Console(stderr=True)
@@ -721,6 +725,46 @@ def import_command(ctx: typer.Context, folder: Path) -> None:
 def owner_connection(settings: Settings) -> Iterator[psycopg.Connection[Any]]:
     with psycopg.connect(settings.owner_url(), autocommit=True) as conn:
         yield conn
+
+
+def _embedder() -> Any:
+    """EMBEDDER's embedder (runtime.embedder_from_env), else make dev's local model."""
+    from memory_server.edge.runtime import embedder_from_env
+
+    spec = os.environ.get("EMBEDDER") or "python:memory_local.embedder:LocalEmbedder"
+    embedder = embedder_from_env({**os.environ, "EMBEDDER": spec})
+    if embedder is None:
+        raise Failure("EMBEDDER is off: nothing to embed with")
+    return embedder
+
+
+@embeddings_app.command("backfill")
+def embeddings_backfill(
+    ctx: typer.Context,
+    limit: int = typer.Option(0, min=0, help="stop after this many records (0: all)"),
+) -> None:
+    """Embed every record the model has not: after an upgrade, an outage or a change of
+    model or dimension (the same step make dev runs at start)."""
+    from memory_server.operations.embeddings import backfill
+
+    settings = _settings(ctx)
+    embedder = _embedder()
+    with progress_bar(settings, f"embedding ({embedder.model})") as update:
+        stored, waiting = backfill(
+            settings.owner_url(), embedder, progress=update, limit=limit or None
+        )
+    emit(settings, {"model": embedder.model, "embedded": stored, "waiting": waiting})
+
+
+@embeddings_app.command("status")
+def embeddings_status(ctx: typer.Context) -> None:
+    """Records embedded, by model and dimension, and records waiting."""
+    from memory_server.data import embeddings
+
+    settings = _settings(ctx)
+    with owner_connection(settings) as owner:
+        found = embeddings.status(owner)
+    emit(settings, {"by_model": found.by_model, "waiting": found.queued})
 
 
 @workspaces_app.command("list")

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def memoryctl(stack: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORY_ENDPOINT_FILE": str(Path(stack.root) / "endpoint.json")}
     env.pop("USER_POOL_ID", None)  # the endpoint file says where the pool is
+    env.pop("EMBEDDER", None)  # the shared stack's "off": memoryctl takes make dev's model
     done = subprocess.run(
         [sys.executable, "-m", "memory_cli", *args],
         capture_output=True,
@@ -269,3 +270,15 @@ def test_the_audit_table_names_the_server_for_what_it_did_itself() -> None:
     assert _actor({"actor_handle": "alice", "actor": "x"}) == "alice"
     gone = "3f1c0a52-0000-4000-8000-000000000000"  # a writer no longer a member
     assert _actor({"actor_handle": None, "actor": gone}) == gone
+
+
+def test_embeddings_backfill_and_status(stack) -> None:  # type: ignore[no-untyped-def]
+    # The shared stack searches by words alone; the operator backfills with the local
+    # model (EMBEDDER unset: make dev's), then the status shows what it made.
+    token = stack.info["tokens"]["alice"]
+    write(stack, token, "acme", "workspace", "memory://workspace/notes/embed-me.md", "To embed")
+    done = as_json(memoryctl(stack, "--json", "embeddings", "backfill", "--limit", "64"))
+    assert done["model"].startswith("all-MiniLM-L6-v2@") and done["embedded"] >= 1
+    status = as_json(memoryctl(stack, "--json", "embeddings", "status"))
+    assert status["by_model"][f"{done['model']} (384)"] >= done["embedded"]
+    assert status["waiting"] == done["waiting"]
