@@ -49,8 +49,9 @@ def embed_queued(session: Session, embedder: Embedder, batch: int = EMBED_BATCH)
     model, dimensions = embedder.model, embedder.dimensions
     try:
         vectors = embedder.embed([c.content for c in claimed])
-    except EmbeddingUnavailable as error:
-        logger.warning("embedding deferred (%s): %d stay queued", error.reason, len(claimed))
+    except (EmbeddingUnavailable, ValueError) as error:
+        reason = getattr(error, "reason", "refused")  # ValueError: a text it cannot embed
+        logger.warning("embedding deferred (%s): %d stay queued", reason, len(claimed))
         with session() as conn:
             data.store(conn, [], model=model, dimensions=dimensions, failed=[c.id for c in claimed])
         return len(claimed), 0

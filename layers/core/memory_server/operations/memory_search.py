@@ -128,6 +128,8 @@ def _query_vector(store: Store, words: str, phrases: list[str]) -> tuple[list[fl
     except EmbeddingUnavailable as error:
         logger.warning("search by meaning unavailable (%s): words alone", error.reason)
         return None, f"lexical ({error.reason})"
+    except ValueError:  # nothing the model can embed (the port's empty text)
+        return None, "lexical (refused)"
 
 
 def fuse(
