@@ -134,8 +134,10 @@ ROUTES: tuple[Route, ...] = (
         )
         for method in ("GET", "POST")
     ),
-    # The front door's token endpoint and the pool's way back for document clients.
+    # The front door's token and revocation endpoints, and the pool's way back for
+    # document clients.
     Route("POST /token", "POST", re.compile(r"^/token$"), "authorization"),
+    Route("POST /revoke", "POST", re.compile(r"^/revoke$"), "authorization"),
     Route("GET /authorize/callback", "GET", re.compile(r"^/authorize/callback$"), "authorization"),
     Route(f"GET {CONSOLE_PATH}", "GET", re.compile(rf"^{re.escape(CONSOLE_PATH)}$"), "console"),
     Route(
@@ -509,7 +511,9 @@ class ApiGateway(StartsAndStops):
                 400, {"error": "invalid_request", "error_description": "Malformed form"}
             )
         if urlsplit(request.target).path == "/oauth2/revoke":
-            status, payload, headers = self.local_issuer.revoke(self.aws, form=form)
+            status, payload, headers = self.local_issuer.revoke(
+                self.aws, form=form, authorization=request.header("authorization")
+            )
             return _json_response(status, payload, headers.items())
         status, payload, headers = self.local_issuer.token_endpoint(
             self.aws, form=form, authorization=request.header("authorization")

@@ -318,21 +318,38 @@ class LocalIssuer:
         return 200, answer, no_store
 
     def revoke(
-        self, aws: LocalAws, *, form: Mapping[str, Sequence[str]]
+        self,
+        aws: LocalAws,
+        *,
+        form: Mapping[str, Sequence[str]],
+        authorization: str | None = None,
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """``POST /oauth2/revoke`` (RFC 7009) for a public client: its refresh token is
-        forgotten. Cognito answers 200 for a token it does not know, and so does this."""
-        token = (form.get("token") or [""])[0]
-        client_id = (form.get("client_id") or [""])[0]
+        """``POST /oauth2/revoke`` (RFC 7009): the client authenticates as at the token
+        endpoint (a public one names itself), and its refresh token is forgotten. A token
+        nobody knows answers 200, as Cognito's does; another client's is refused
+        (``invalid_client``) and stays good; an access token is not revocable here."""
+        no_store = dict(_NO_STORE)
+        fields: dict[str, str] = {}
+        for name, values in form.items():
+            if len(values) != 1:
+                return 400, _error("invalid_request", f"Parameter {name} repeated"), no_store
+            fields[name] = values[0]
+        token = fields.get("token", "")
+        if not token:
+            return 400, _error("invalid_request", "token is required"), no_store
         try:
-            aws.describe_client(client_id)
-        except ClientError:
-            return 400, _error("invalid_client", "Client authentication failed"), dict(_NO_STORE)
+            client_id = _authenticate_client(aws, fields, authorization)
+        except _Refused as refused:
+            return refused.answer
+        if token.count(".") == 2:  # a JWT: the access (or ID) tokens this issuer signs
+            return 400, _error("unsupported_token_type", "Only refresh tokens"), no_store
         with self._lock:
             granted = self._refresh_tokens.get(token)
-            if granted is not None and granted.client_id == client_id:
-                del self._refresh_tokens[token]
-        return 200, {}, dict(_NO_STORE)
+            if granted is not None and granted.client_id != client_id:
+                refused = _error("invalid_client", "Token was issued to another client")
+                return 401, refused, no_store
+            self._refresh_tokens.pop(token, None)
+        return 200, {}, no_store
 
     def authorize(
         self, aws: LocalAws, query: Mapping[str, Sequence[str]], *, submitted: bool = False

@@ -53,6 +53,7 @@ PUBLIC = {
     (AUTHORIZE_PATH, "post"),
     ("/authorize/callback", "get"),  # the pool's way back for metadata-document clients
     ("/token", "post"),  # the front door's token endpoint
+    ("/revoke", "post"),  # and its revocation endpoint (RFC 7009)
 }
 
 # Actions AWS does not let a policy scope to a resource, and which are therefore

@@ -150,8 +150,41 @@ export function session() {
   return JSON.parse(sessionStorage.getItem(TOKENS) || "null");
 }
 
-export function signOut() {
-  sessionStorage.clear();
+// How long sign-out waits for the revocation endpoint before forgetting the tokens anyway.
+const REVOKE_WAIT_MS = 5000;
+
+// Sign-out: the refresh token is revoked at the product's revocation endpoint (RFC 7009;
+// it ends the sign-in, not only this tab's copy), then the tab forgets every token. The
+// tokens are forgotten whatever the endpoint answers, or if it cannot be reached.
+export async function signOut() {
+  const tokens = session();
+  try {
+    if (tokens && tokens.refresh_token) {
+      const { client_id } = await loadConfig();
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(), REVOKE_WAIT_MS);
+      try {
+        await fetch(`${location.origin}/revoke`, {
+          method: "POST",
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({
+            token: tokens.refresh_token,
+            token_type_hint: "refresh_token",
+            client_id,
+          }),
+          credentials: "omit",
+          cache: "no-store",
+          signal: stop.signal,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  } catch {
+    // Offline or refused: nothing more this tab can do; the token ends on its own.
+  } finally {
+    sessionStorage.clear();
+  }
 }
 
 async function refresh() {

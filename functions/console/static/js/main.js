@@ -79,8 +79,8 @@ function say(text) {
   status.hidden = false;
 }
 
-function signOut() {
-  api.signOut();
+async function signOut() {
+  await api.signOut();
   app.scopes = null;
   renderSignIn();
 }

@@ -222,6 +222,9 @@ REDIRECT_URI_MAX_CHARS = 1024  # Cognito's limit on a callback URL
 CLIENT_NAME_MAX_CHARS = 64
 SIGNIN_ACCESS_TOKEN_MINUTES = 60  # registered clients' tokens (Cognito: 5 min to 1 day)
 SIGNIN_REFRESH_TOKEN_DAYS = 30
+# A token presented for revocation longer than this is no token the pool issued (its
+# refresh tokens are under 2,000 characters): answered as unknown, not handed on.
+REVOKE_TOKEN_MAX_CHARS = 8_192
 AUTHORIZATION_CODE_TTL_S = 300  # Cognito's authorization codes live five minutes
 # How long a consent page's Approve/Deny stays good (its signed token and cookie).
 CONSENT_TTL_S = 600

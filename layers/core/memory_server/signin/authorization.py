@@ -75,6 +75,7 @@ from memory_server.signin.token import (
     CALLBACK_PATH,
     CODE_PREFIX,
     CODE_PURPOSE,
+    REVOKE_ROUTE,
     TOKEN_ROUTE,
     TokenEndpoint,
 )
@@ -225,7 +226,7 @@ class Authorization:
     # pool they all sign in through (its callback: CALLBACK_PATH here). None: refused.
     documents: ClientDocuments | None = None
     document_pool_client: Callable[[], str] | None = None
-    token_endpoint: TokenEndpoint | None = None  # POST /token (.token)
+    token_endpoint: TokenEndpoint | None = None  # POST /token and POST /revoke (.token)
 
     def route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         route = event.get("routeKey")
@@ -238,6 +239,8 @@ class Authorization:
                 return self._callback(event)
             if route == TOKEN_ROUTE and self.token_endpoint is not None:
                 return self.token_endpoint.route(event, context)
+            if route == REVOKE_ROUTE and self.token_endpoint is not None:
+                return self.token_endpoint.revoke_route(event, context)
             raise _Page(404, "There is nothing here.")
         except _Page as page:
             return _page(page.status, "Sign-in refused", f"<p>{html.escape(page.text)}</p>")
@@ -637,9 +640,10 @@ def build_authorization(
     """From the template's environment: ``USER_POOL_ID``, ``OAUTH_BASE_URL`` (the pool's
     domain), ``PUBLIC_BASE_URL``; ``secret`` signs consent tokens (in AWS read from
     ``CONSENT_SECRET_ARN`` by ``edge.aws_config.consent_secret``; else ``CONSENT_SECRET``).
-    With ``SIGNIN_TABLE`` it answers ``POST /token`` too (rotation's families live
-    there); with ``DOCUMENT_CLIENT_NAME`` (or ``DOCUMENT_CLIENT_ID``, ``make dev``) it
-    takes metadata-document clients, signing them in through that app client;
+    With ``SIGNIN_TABLE`` it answers ``POST /token`` and ``POST /revoke`` too
+    (rotation's families live there); with ``DOCUMENT_CLIENT_NAME`` (or
+    ``DOCUMENT_CLIENT_ID``, ``make dev``) it takes metadata-document clients, signing
+    them in through that app client;
     ``ALLOWED_REDIRECT_URIS`` as registration reads it."""
     import boto3
 

@@ -118,6 +118,14 @@ def server_metadata(base_url: str, oauth_base_url: str) -> dict[str, Any]:
             "client_secret_post",
         ],
         "code_challenge_methods_supported": ["S256"],
+        # RFC 7009, the front door's too (.token): it revokes its own refresh tokens'
+        # families and hands the pool's on to the pool's.
+        "revocation_endpoint": f"{base_url}/revoke",
+        "revocation_endpoint_auth_methods_supported": [
+            "none",
+            "client_secret_basic",
+            "client_secret_post",
+        ],
         # An https client_id names the client's metadata document (.cimd).
         "client_id_metadata_document_supported": True,
     }

@@ -17,14 +17,23 @@ The RFC 8414 metadata names it, so every client's token requests come here; the 
 - everything else (confidential clients, client credentials, a pool refresh token
   issued before this endpoint existed) is handed on to the pool unchanged.
 
+Its revocation endpoint, ``POST /revoke`` (RFC 7009), takes the same tokens back: one of
+the front door's refresh tokens revokes its whole family (every generation, and the
+pool's refresh token behind it, revoked at the pool); any other refresh token is handed
+on to the pool's ``/oauth2/revoke`` with the client's own credentials, so the pool
+checks the client owns it. A token nobody knows, or one already revoked, answers 200.
+Access tokens are not revoked (they are JWTs checked without a lookup and end within
+the hour): ``unsupported_token_type``.
+
 Errors are RFC 6749 §5.2 JSON: ``invalid_request``, ``invalid_client`` (401),
-``invalid_grant``, ``unsupported_grant_type``.
+``invalid_grant``, ``unsupported_grant_type``, ``unsupported_token_type``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 import urllib.error
@@ -35,7 +44,11 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from memory_server.domain.errors import OAuthError
-from memory_server.domain.limits import SIGNIN_POOL_TIMEOUT_S, SIGNIN_REFRESH_TOKEN_DAYS
+from memory_server.domain.limits import (
+    REVOKE_TOKEN_MAX_CHARS,
+    SIGNIN_POOL_TIMEOUT_S,
+    SIGNIN_REFRESH_TOKEN_DAYS,
+)
 from memory_server.gateway.events import base_url, request_body, request_headers
 from memory_server.signin.cimd import ClientDocuments, is_client_id_url
 from memory_server.signin.registry import RefreshFamily
@@ -45,12 +58,17 @@ logger = logging.getLogger(__name__)
 
 TOKEN_PATH = "/token"  # noqa: S105 - a URL path
 TOKEN_ROUTE = f"POST {TOKEN_PATH}"
+REVOKE_PATH = "/revoke"
+REVOKE_ROUTE = f"POST {REVOKE_PATH}"
 CALLBACK_PATH = "/authorize/callback"
 CODE_PREFIX = "cimd."  # a code the front door's callback sealed
 REFRESH_PREFIX = "rt."
 CODE_PURPOSE = "code v1"
 REFRESH_PURPOSE = "refresh v1"
 _NO_STORE = {"cache-control": "no-store", "pragma": "no-cache"}
+# A JWT (header.payload.signature, the header a JSON object): the pool's access and ID
+# tokens. Its refresh tokens are JWEs (five parts), the front door's start with "rt.".
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 
 # (url, form, headers) -> (status, body) of a POST to the pool.
 Post = Callable[[str, Mapping[str, str], Mapping[str, str]], tuple[int, bytes]]
@@ -91,6 +109,32 @@ def _error(status: int, code: str, description: str) -> OAuthError:
     return OAuthError(status, code, description)
 
 
+def _refused(what: str, error: OAuthError) -> dict[str, Any]:
+    logger.info("%s request refused: %s (%s)", what, error.code, error.message)
+    headers = {"www-authenticate": 'Basic realm="oauth2"'} if error.status == 401 else {}
+    return _answer(error.status, {"error": error.code, "error_description": error.message}, headers)
+
+
+def _form(event: Mapping[str, Any], headers: Mapping[str, str]) -> dict[str, str]:
+    """The request's form fields; a body that is no form, or names a field twice, is
+    ``invalid_request`` (RFC 6749 §3.2 and RFC 7009 §2.1 send forms)."""
+    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        raise _error(400, "invalid_request", "send the request as a form")
+    try:
+        pairs = parse_qsl(
+            request_body(event).decode("utf-8"), keep_blank_values=True, errors="strict"
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise _error(400, "invalid_request", "the form is not readable") from None
+    fields: dict[str, str] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise _error(400, "invalid_request", f"the parameter {name} is repeated")
+        fields[name] = value
+    return fields
+
+
 @dataclass
 class TokenEndpoint:
     pool_token_url: str  # the pool's /oauth2/token
@@ -107,30 +151,19 @@ class TokenEndpoint:
         try:
             return self._token(event)
         except OAuthError as error:
-            logger.info("token request refused: %s (%s)", error.code, error.message)
-            headers = {"www-authenticate": 'Basic realm="oauth2"'} if error.status == 401 else {}
-            return _answer(
-                error.status, {"error": error.code, "error_description": error.message}, headers
-            )
+            return _refused("token", error)
+
+    def revoke_route(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        try:
+            return self._revocation(event)
+        except OAuthError as error:
+            return _refused("revocation", error)
 
     # -- the request --------------------------------------------------------------
 
     def _token(self, event: Mapping[str, Any]) -> dict[str, Any]:
         headers = request_headers(event)
-        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type != "application/x-www-form-urlencoded":
-            raise _error(400, "invalid_request", "send the token request as a form")
-        try:
-            pairs = parse_qsl(
-                request_body(event).decode("utf-8"), keep_blank_values=True, errors="strict"
-            )
-        except (UnicodeDecodeError, ValueError):
-            raise _error(400, "invalid_request", "the form is not readable") from None
-        fields: dict[str, str] = {}
-        for name, value in pairs:
-            if name in fields:
-                raise _error(400, "invalid_request", f"the parameter {name} is repeated")
-            fields[name] = value
+        fields = _form(event, headers)
         grant = fields.get("grant_type")
         authorization = headers.get("authorization")
         public = authorization is None and "client_secret" not in fields
@@ -296,6 +329,81 @@ class TokenEndpoint:
         tokens.pop("refresh_token", None)  # the pool's own stays with the family
         tokens["refresh_token"] = self._refresh_token(family_id, generation + 1, family.client_id)
         return _answer(200, tokens)
+
+    # -- revocation (RFC 7009) ----------------------------------------------------------
+
+    def _revocation(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        headers = request_headers(event)
+        fields = _form(event, headers)
+        token = fields.get("token", "")
+        if not token:
+            raise _error(400, "invalid_request", "name the token to revoke (token)")
+        # token_type_hint is only a hint (RFC 7009 §2.1): every token is looked up by its
+        # own shape, whatever the hint says, and an unknown hint changes nothing.
+        authorization = headers.get("authorization")
+        public = authorization is None and "client_secret" not in fields
+        client_id = fields.get("client_id", "")
+        if public and not client_id:
+            raise _error(401, "invalid_client", "a public client names itself (client_id)")
+        if _JWT.match(token):
+            raise _error(
+                400,
+                "unsupported_token_type",
+                "access tokens are not revoked; revoke the refresh token (its access tokens "
+                "end within the hour)",
+            )
+        if token.startswith(REFRESH_PREFIX):
+            if not public:
+                raise _error(401, "invalid_client", "the front door's refresh tokens are public")
+            return self._revoke_family_token(token, client_id)
+        if is_client_id_url(client_id) or len(token) > REVOKE_TOKEN_MAX_CHARS:
+            # The pool never handed a document client a token, nor one this long: unknown.
+            return _answer(200, {})
+        form = {"token": token}
+        for name in ("client_id", "client_secret"):
+            if name in fields:
+                form[name] = fields[name]
+        credentials = {"authorization": authorization} if authorization else {}
+        try:
+            status, body = self.post(self.pool_revoke_url, form, credentials)
+        except OSError as exc:
+            logger.error("the pool's revocation endpoint failed: %s", exc)
+            raise _error(
+                503, "temporarily_unavailable", "revocation is unavailable; try again"
+            ) from None
+        if status == 200:
+            return _answer(200, {})
+        return self._pool_revocation_refusal(status, body)
+
+    def _revoke_family_token(self, token: str, client_id: str) -> dict[str, Any]:
+        sealed = unseal(self.key, REFRESH_PURPOSE, token.removeprefix(REFRESH_PREFIX), self.clock())
+        if sealed is None:
+            return _answer(200, {})  # not one of ours, or expired: nothing left to revoke
+        if sealed.get("c") != client_id:
+            raise _error(401, "invalid_client", "the token was issued to another client")
+        family = self.families.family(str(sealed["f"]))
+        if family is not None and not family.revoked:
+            # Any generation ends the sign-in: a client signing out may hold an old one.
+            self._revoke(family)
+            logger.info("family %s revoked by its client", family.family_id)
+        return _answer(200, {})
+
+    def _pool_revocation_refusal(self, status: int, body: bytes) -> dict[str, Any]:
+        """The pool's refusal of a revocation, as RFC 7009 words it; the pool failing is
+        the only 5xx."""
+        try:
+            refused = json.loads(body)
+        except ValueError:
+            refused = {}
+        code = refused.get("error") if isinstance(refused, dict) else None
+        if status >= 500 or not isinstance(code, str):
+            logger.error("the pool's revocation endpoint answered %s: %s", status, body[:200])
+            raise _error(503, "temporarily_unavailable", "revocation is unavailable; try again")
+        description = refused.get("error_description")
+        text = description[:300] if isinstance(description, str) else code
+        if code == "invalid_client":
+            raise _error(401, code, text)
+        raise _error(400, code, text)
 
     def _revoke(self, family: RefreshFamily) -> None:
         self.families.revoke_family(family.family_id)
