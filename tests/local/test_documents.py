@@ -221,6 +221,39 @@ def test_a_document_client_signs_in_with_a_loopback_redirect_on_any_port(
     assert "revoked" in after.json()["error_description"]
 
 
+def test_a_document_clients_sign_out_revokes_its_family(site: ApiGateway, alice_sub: str) -> None:
+    """RFC 7009 at the front door: the client's refresh token (any generation) ends the
+    sign-in; another client may not end it."""
+    verifier, challenge = pkce()
+    redirect = "http://127.0.0.1:40111/callback"
+    code = sign_in(site, redirect, challenge, "st-r")["code"][0]
+    exchanged = token(
+        site,
+        grant_type="authorization_code",
+        code=code,
+        client_id=CLIENT_ID,
+        redirect_uri=redirect,
+        code_verifier=verifier,
+    )
+    assert exchanged.status == 200, exchanged.body
+    first = exchanged.json()["refresh_token"]
+    refreshed = token(site, grant_type="refresh_token", refresh_token=first, client_id=CLIENT_ID)
+    assert refreshed.status == 200, refreshed.body
+    second = refreshed.json()["refresh_token"]
+
+    def revoke(**form: str) -> Response:
+        return request(site.url, "POST", "/revoke", headers=[FORM], body=urlencode(form).encode())
+
+    other = revoke(token=second, client_id="https://client.test/oauth/other.json")
+    assert other.status == 401 and other.json()["error"] == "invalid_client"
+    assert revoke(token=first, client_id=CLIENT_ID).status == 200  # an older generation
+    for used in (first, second):
+        refused = token(site, grant_type="refresh_token", refresh_token=used, client_id=CLIENT_ID)
+        assert refused.status == 400 and refused.json()["error"] == "invalid_grant"
+    # A document client holds no pool token: anything else it presents is unknown.
+    assert revoke(token="pool-token", client_id=CLIENT_ID).status == 200
+
+
 def test_a_code_is_bound_to_its_client_and_redirect(site: ApiGateway, alice_sub: str) -> None:
     verifier, challenge = pkce()
     redirect = "http://127.0.0.1:40001/callback"
