@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx2
 import pytest
@@ -148,6 +149,56 @@ def test_sign_in_keeps_tokens_in_session_storage_and_the_first_screen_is_small(
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     assert page.evaluate("() => sessionStorage.length") == 0
+
+
+def console_refresh(stack: Any, refresh_token: str) -> httpx2.Response:
+    """The console's refresh request, outside the browser (its token endpoint, its client)."""
+    config = httpx2.get(stack.info["console_url"] + "config.json", timeout=10).json()
+    return httpx2.post(
+        config["token_endpoint"],
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": refresh_token,
+            "client_id": config["client_id"],
+        },
+        timeout=30,
+    )
+
+
+def test_sign_out_revokes_the_refresh_token(stack, page: Page) -> None:  # type: ignore[no-untyped-def]
+    sign_in(page, stack, "bob")
+    tokens = json.loads(page.evaluate("() => sessionStorage.getItem('console.tokens')"))
+    assert console_refresh(stack, tokens["refresh_token"]).status_code == 200  # good until now
+    revocations: list[dict[str, list[str]]] = []
+    page.on(
+        "request",
+        lambda request: (
+            revocations.append(parse_qs(request.post_data or ""))
+            if request.url.endswith("/revoke")
+            else None
+        ),
+    )
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert page.evaluate("() => sessionStorage.length") == 0
+    assert [r.get("token") for r in revocations] == [[tokens["refresh_token"]]]
+    assert revocations[0]["token_type_hint"] == ["refresh_token"]
+    refused = console_refresh(stack, tokens["refresh_token"])
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
+
+
+def test_sign_out_forgets_the_tokens_when_revocation_cannot_be_reached(  # type: ignore[no-untyped-def]
+    stack, page: Page
+) -> None:
+    sign_in(page, stack, "carol")
+    tokens = json.loads(page.evaluate("() => sessionStorage.getItem('console.tokens')"))
+    page.route("**/revoke", lambda route: route.abort("internetdisconnected"))
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert page.evaluate("() => sessionStorage.length") == 0
+    # Nothing reached the endpoint, so the token ends only on its own (docs/console.md).
+    assert console_refresh(stack, tokens["refresh_token"]).status_code == 200
 
 
 def test_console_pages_carry_a_strict_policy_and_cannot_be_framed(stack) -> None:  # type: ignore[no-untyped-def]
