@@ -346,8 +346,8 @@ class LocalIssuer:
         with self._lock:
             granted = self._refresh_tokens.get(token)
             if granted is not None and granted.client_id != client_id:
-                refused = _error("invalid_client", "Token was issued to another client")
-                return 401, refused, no_store
+                other = _error("invalid_client", "Token was issued to another client")
+                return 401, other, no_store
             self._refresh_tokens.pop(token, None)
         return 200, {}, no_store
 
