@@ -2,7 +2,8 @@
 
 Thin: ``memory_server.signin.authorization`` checks the request (a registered client and
 redirect URI, PKCE with S256), shows the consent page for a redirect that leaves the
-person's machine, and hands the request on to the pool's authorize endpoint. Outside the
+person's machine, and hands the request on to the pool's authorize endpoint; it answers
+``POST /token`` and ``POST /revoke`` too (``memory_server.signin.token``). Outside the
 VPC; it may read app clients of the pool and its one secret (the consent key, read at
 init), nothing else.
 """
