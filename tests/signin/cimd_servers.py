@@ -115,7 +115,11 @@ def by_url(documents: dict[str, bytes], headers: dict[str, str] | None = None) -
         head = request.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
         path = head[0].split(" ")[1]
         host = next(
-            (line.split(":", 1)[1].strip() for line in head[1:] if line.lower().startswith("host:")),
+            (
+                line.split(":", 1)[1].strip()
+                for line in head[1:]
+                if line.lower().startswith("host:")
+            ),
             "",
         )
         # The test server's port is in Host; the documents' URLs name none (443).
