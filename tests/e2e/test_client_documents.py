@@ -50,6 +50,17 @@ SDK_DOCUMENT = {
     "response_types": ["code"],
     "token_endpoint_auth_method": "none",
 }
+# The MCP Inspector's CLI with --client-metadata-url (tests/e2e/test_inspector.py): its
+# callback listener is loopback, on a port of the test's choosing.
+INSPECTOR_ID = "https://client.test/oauth/inspector-cli.json"
+INSPECTOR_DOCUMENT = {
+    "client_id": INSPECTOR_ID,
+    "client_name": "MCP Inspector CLI",
+    "redirect_uris": ["http://127.0.0.1/oauth/callback"],
+    "grant_types": ["authorization_code", "refresh_token"],
+    "response_types": ["code"],
+    "token_endpoint_auth_method": "none",
+}
 
 # The vendors' documents as published (sources: docs/clients.md), each with the
 # redirect URI its client sends. Fields beyond those the sources show are left out.
@@ -123,7 +134,11 @@ def published(stack: Any) -> Iterator[Server]:
     certificate = make_certificate(HOSTS)
     bodies = {
         url: json.dumps(doc).encode()
-        for url, doc in {SDK_ID: SDK_DOCUMENT, **VENDOR_DOCUMENTS}.items()
+        for url, doc in {
+            SDK_ID: SDK_DOCUMENT,
+            INSPECTOR_ID: INSPECTOR_DOCUMENT,
+            **VENDOR_DOCUMENTS,
+        }.items()
     }
 
     def resolve(host: str, port: int) -> list[str]:
