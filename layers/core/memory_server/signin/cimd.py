@@ -288,10 +288,15 @@ def validate_document(
     if document.get("client_id") != url:
         raise _refuse("the client metadata document's client_id is not its URL")
     method = document.get("token_endpoint_auth_method", "none")
-    if method != "none" or "client_secret" in document or "client_secret_expires_at" in document:
+    # A document serves every server its client meets, so it may prefer a method this one
+    # lacks and list the others it can use (ChatGPT's prefers private_key_jwt and lists
+    # none); a client that can use "none" is taken as the public client it then is.
+    supported = document.get("token_endpoint_auth_methods_supported")
+    public = method == "none" or (isinstance(supported, list) and "none" in supported)
+    if not public or "client_secret" in document or "client_secret_expires_at" in document:
         raise _refuse(
             "a client metadata document describes a public client: token_endpoint_auth_method "
-            '"none" and no secret'
+            '"none" (or "none" among token_endpoint_auth_methods_supported) and no secret'
         )
     grant_types = document.get("grant_types", ["authorization_code"])
     if not isinstance(grant_types, list) or "authorization_code" not in grant_types:
