@@ -343,7 +343,7 @@ def test_cursors_registration_with_all_its_redirects(site: ApiGateway) -> None:
         body=json.dumps(body).encode(),
     )
     assert registered.status == 201, registered.body
-    assert registered.json()["redirect_uris"] == body["redirect_uris"][:2]
+    assert registered.json()["redirect_uris"] == body["redirect_uris"]  # all on the default list
     _, challenge = pkce()
     params = dict(
         response_type="code",
@@ -355,3 +355,6 @@ def test_cursors_registration_with_all_its_redirects(site: ApiGateway) -> None:
     )
     consent = request(site.url, "GET", "/authorize?" + urlencode(params))
     assert consent.status == 200 and b"<strong>cursor:</strong>" in consent.body
+    params["redirect_uri"] = "https://www.cursor.com/agents/mcp/oauth/callback"
+    via_https = request(site.url, "GET", "/authorize?" + urlencode(params))
+    assert via_https.status == 200 and b"<strong>www.cursor.com</strong>" in via_https.body

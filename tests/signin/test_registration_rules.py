@@ -43,11 +43,13 @@ def test_loopback_http_is_always_allowed(uri: str) -> None:
 def test_https_only_where_the_operator_allows_it_exactly() -> None:
     assert "https://claude.ai/api/mcp/auth_callback" in DEFAULT_ALLOWED_REDIRECT_URIS
     assert "https://chatgpt.com/connector_platform_oauth_redirect" in DEFAULT_ALLOWED_REDIRECT_URIS
+    assert "https://www.cursor.com/agents/mcp/oauth/callback" in DEFAULT_ALLOWED_REDIRECT_URIS
     for uri in DEFAULT_ALLOWED_REDIRECT_URIS:
         assert allowed_redirect_uri(uri) and not is_loopback_redirect(uri)
     near_misses = [
         EVIL,
-        "https://www.cursor.com/agents/mcp/oauth/callback",
+        "https://www.cursor.com/agents/mcp/oauth/callback/",
+        "https://cursor.com/agents/mcp/oauth/callback",
         "https://claude.ai/api/mcp/auth_callback/",
         "https://claude.ai/api/mcp/auth_callback?next=https://evil.example",
         "https://claude.ai.evil.example/api/mcp/auth_callback",
@@ -160,12 +162,13 @@ def test_refused_uris_are_dropped_and_duplicates_merged() -> None:
         "javascript:alert(1)",
     ]
     by_default = parse_registration(_body(redirect_uris=cursor_like))
-    assert by_default.redirect_uris == cursor_like[1:3]
-    assert by_default.refused_uris == [cursor_like[0], cursor_like[4]]
-    allowed = frozenset({"https://www.cursor.com/agents/mcp/oauth/callback"})
-    listed = parse_registration(_body(redirect_uris=cursor_like), allowed)
-    assert listed.redirect_uris == cursor_like[:3]
-    assert listed.refused_uris == cursor_like[4:]
+    assert by_default.redirect_uris == cursor_like[:3]
+    assert by_default.refused_uris == cursor_like[4:]
+    # An operator's own list replaces the default: Cursor's https callback then goes.
+    mine = frozenset({"https://agents.example.org/oauth/callback"})
+    listed = parse_registration(_body(redirect_uris=cursor_like), mine)
+    assert listed.redirect_uris == cursor_like[1:3]
+    assert listed.refused_uris == [cursor_like[0], cursor_like[4]]
 
 
 def test_an_https_redirect_outside_the_list_is_refused_naming_the_rule() -> None:

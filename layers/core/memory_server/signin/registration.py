@@ -64,6 +64,8 @@ DEFAULT_ALLOWED_REDIRECT_URIS = (
     "https://claude.ai/api/mcp/auth_callback",
     "https://claude.com/api/mcp/auth_callback",
     "https://chatgpt.com/connector_platform_oauth_redirect",
+    # Cursor (IDE and CLI) is reported to sign in through this one (docs/clients.md).
+    "https://www.cursor.com/agents/mcp/oauth/callback",
 )
 # Private-use schemes (RFC 8252 §7.1) of MCP hosts that do not use a reverse domain
 # name; any scheme with a dot in it is taken as one (com.example.app).
