@@ -205,6 +205,34 @@ def test_malformed_addresses(uri: object, rule: str) -> None:
     assert rule in refusal_message(parse_address, uri)
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [str(2**31), "9999999999", str(2**63), "1\n", "12\n", "1 ", "\n1", "１"],
+)
+def test_a_revision_beyond_the_sql_integer_or_not_whole_digits_is_refused(tail: str) -> None:
+    """A revision is stored as an SQL integer: 2**31 and beyond name no revision (and
+    must not reach a statement); a trailing newline is not canonical either."""
+    rid = "0b9f3c1e-0000-4000-8000-000000000000"
+    message = refusal_message(parse_address, f"memory://record/{rid}/revisions/{tail}")
+    assert (
+        message == "uri revision must be a positive integer (1 to 2147483647) without leading zeros"
+    )
+
+
+def test_the_largest_revision_is_an_address() -> None:
+    rid = uuid.UUID("0b9f3c1e-0000-4000-8000-000000000000")
+    largest = parse_address(f"memory://record/{rid}/revisions/{2**31 - 1}")
+    assert largest == RevisionAddress(rid, 2**31 - 1)
+
+
+@pytest.mark.parametrize("tail", ["\n", "/revisions/1\n", "\n/revisions/1"])
+def test_a_record_id_with_a_trailing_newline_is_refused(tail: str) -> None:
+    """(It once passed the pattern and broke uuid.UUID, an unanswered exception.)"""
+    rid = "0b9f3c1e-0000-4000-8000-000000000000"
+    message = refusal_message(parse_address, f"memory://record/{rid}{tail}")
+    assert "UUID" in message or "positive integer" in message, message
+
+
 def test_the_name_of_the_argument_is_in_the_message() -> None:
     assert refusal_message(lambda: parse_address("x", what="new_uri")) == (
         "new_uri must start with memory://"

@@ -8,17 +8,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_server.domain.arguments import (
+    BriefArgs,
     DeleteArgs,
     ListArgs,
     MoveArgs,
     ReadArgs,
     RememberArgs,
+    ScopesArgs,
     SearchArgs,
     WriteArgs,
     _Args,
+    integer_ranges,
     parse_args,
 )
 from memory_server.domain.errors import ToolError
+from pydantic import Field
 
 URI = "memory://workspace/notes/a.md"
 KEY = "key-0001"
@@ -93,43 +97,71 @@ def test_models_are_frozen() -> None:
         args.limit = 5
 
 
-@pytest.mark.parametrize(
-    ("model", "name", "low", "high"),
-    [
-        (ListArgs, "limit", 1, 50),
-        (ReadArgs, "max_bytes", 1, 65536),
-        (SearchArgs, "limit", 1, 8),
-    ],
-)
+# Every integer argument of every tool, and its inclusive range: product limits
+# (memory_server.domain.limits) or the SQL integer a revision is stored as.
+INTEGERS = [
+    (ListArgs, "limit", 1, 50),
+    (ReadArgs, "offset", 0, 65536),
+    (ReadArgs, "max_bytes", 1, 65536),
+    (SearchArgs, "limit", 1, 8),
+    (WriteArgs, "expected_revision", 0, 2**31 - 1),
+    (DeleteArgs, "expected_revision", 1, 2**31 - 1),
+    (MoveArgs, "expected_revision", 1, 2**31 - 1),
+    (BriefArgs, "max_bytes", 1024, 16384),
+]
+MODELS = [*MINIMAL, BriefArgs, ScopesArgs]
+MINIMAL_OF = {**MINIMAL, BriefArgs: {}, ScopesArgs: {}}
+
+
+def test_every_integer_argument_is_listed_with_its_range() -> None:
+    assert {(m, n): (lo, hi) for m, n, lo, hi in INTEGERS} == {
+        (m, n): bounds for m in MODELS for n, bounds in integer_ranges(m).items()
+    }
+
+
+@pytest.mark.parametrize(("model", "name", "low", "high"), INTEGERS)
 def test_integer_ranges_are_inclusive(model: type[_Args], name: str, low: int, high: int) -> None:
     for value in (low, high):
-        assert getattr(parse_args(model, {**MINIMAL[model], name: value}), name) == value
-    below = rejected(model, {**MINIMAL[model], name: low - 1})
-    assert below == f"{name}: Input should be greater than or equal to {low}"
-    above = rejected(model, {**MINIMAL[model], name: high + 1})
-    assert above == f"{name}: Input should be less than or equal to {high}"
+        assert getattr(parse_args(model, {**MINIMAL_OF[model], name: value}), name) == value
+    wanted = f"{name}: Input should be an integer from {low} to {high}"
+    for value in (low - 1, high + 1, -1, 2**31, 2**63, 2**63 - 1, 2**64, -(2**63), 10**30):
+        if not low <= value <= high:
+            assert rejected(model, {**MINIMAL_OF[model], name: value}) == wanted
 
 
-@pytest.mark.parametrize(
-    ("model", "name", "low"),
-    [
-        (ReadArgs, "offset", 0),
-        (WriteArgs, "expected_revision", 0),
-        (DeleteArgs, "expected_revision", 1),
-        (MoveArgs, "expected_revision", 1),
-    ],
-)
-def test_lower_bounds(model: type[_Args], name: str, low: int) -> None:
-    assert getattr(parse_args(model, {**MINIMAL[model], name: low}), name) == low
-    assert getattr(parse_args(model, {**MINIMAL[model], name: 2**40}), name) == 2**40
-    message = rejected(model, {**MINIMAL[model], name: low - 1})
-    assert message == f"{name}: Input should be greater than or equal to {low}"
+@pytest.mark.parametrize(("model", "name", "low", "high"), INTEGERS)
+def test_the_published_schema_carries_each_range(
+    model: type[_Args], name: str, low: int, high: int
+) -> None:
+    schema = model.model_json_schema()["properties"][name]
+    assert (schema["type"], schema["minimum"], schema["maximum"]) == ("integer", low, high)
+
+
+@pytest.mark.parametrize(("model", "name", "low", "high"), INTEGERS)
+@given(value=st.integers())
+def test_any_integer_is_taken_exactly_when_in_range(
+    model: type[_Args], name: str, low: int, high: int, value: int
+) -> None:
+    """Over all integers (hypothesis reaches far past 2**64): in range, the value
+    itself; outside, invalid_argument naming the argument and its range."""
+    raw = {**MINIMAL_OF[model], name: value}
+    if low <= value <= high:
+        assert getattr(parse_args(model, raw), name) == value
+    else:
+        assert rejected(model, raw) == f"{name}: Input should be an integer from {low} to {high}"
+
+
+def test_an_integer_argument_without_both_bounds_is_refused_at_definition() -> None:
+    with pytest.raises(TypeError, match="ge= and le="):
+
+        class Unbounded(_Args):
+            count: int = Field(0, ge=0)
 
 
 @pytest.mark.parametrize("value", ["5", 5.0, True, None, [5]])
 def test_integers_are_strict(value: Any) -> None:
     """No coercion: "5", 5.0 and true are not the integer 5."""
-    assert rejected(ListArgs, {"limit": value}) == "limit: Input should be a valid integer"
+    assert rejected(ListArgs, {"limit": value}) == "limit: Input should be an integer from 1 to 50"
 
 
 @pytest.mark.parametrize("value", [1, "true", "yes", None])
@@ -241,7 +273,7 @@ def test_at_most_five_problems_are_reported_in_order() -> None:
     raw = {"limit": 0, "cursor": 7, **{f"extra{i}": i for i in range(6)}}
     problems = rejected(ListArgs, raw).split("; ")
     assert len(problems) == 5
-    assert problems[0] == "limit: Input should be greater than or equal to 1"
+    assert problems[0] == "limit: Input should be an integer from 1 to 50"
     assert problems[1] == "cursor: Input should be a valid string"
     assert problems[2:] == [f"extra{i}: Extra inputs are not permitted" for i in range(3)]
 

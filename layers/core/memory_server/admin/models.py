@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory_server.admin.errors import invalid_field
+from memory_server.domain.arguments import integer_problem
 from memory_server.domain.contexts import ListeningContext, parse_context
 from memory_server.domain.errors import AdminError, ToolError
 from memory_server.domain.grants import AGENT_KEY_NAME_PATTERN, Grant
@@ -20,6 +21,7 @@ from memory_server.domain.limits import (
     ADMIN_AUDIT_MAX_ITEMS,
     ADMIN_CONTEXT_MEMBERS_MAX,
     ADMIN_HANDLE_MAX_CHARS,
+    BIGINT_MAX,
 )
 
 Scope = Literal[
@@ -168,10 +170,6 @@ class ContextIn(_In):
         return _unique(value, "members")
 
 
-# The largest audit event id (a PostgreSQL bigint).
-_LARGEST_BIGINT = 2**63 - 1
-
-
 class AuditQuery(BaseModel):
     # Query parameters arrive as strings: lax parsing, the same bounds.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -181,8 +179,9 @@ class AuditQuery(BaseModel):
     @field_validator("cursor")
     @classmethod
     def _cursor_is_an_event_id(cls, value: str | None) -> str | None:
-        if value is not None and int(value) > _LARGEST_BIGINT:
-            raise ValueError(f"cursor must be an event id (at most {_LARGEST_BIGINT})")
+        # An audit event id is a bigint: a larger number names no event.
+        if value is not None and int(value) > BIGINT_MAX:
+            raise ValueError(f"cursor must be an event id (at most {BIGINT_MAX})")
         return value
 
 
@@ -324,11 +323,14 @@ class ErrorBody(_Out):
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def problems_of(exc: ValidationError, *, where: str = "body") -> list[dict[str, str]]:
+def problems_of(
+    exc: ValidationError, *, where: str = "body", model: type[BaseModel] | None = None
+) -> list[dict[str, str]]:
     problems = []
     for error in exc.errors(include_url=False, include_input=False)[:10]:
         field = ".".join(str(part) for part in error["loc"]) or where
-        problems.append({"field": field, "rule": error["type"], "message": error["msg"]})
+        message = (integer_problem(model, error) if model else None) or error["msg"]
+        problems.append({"field": field, "rule": error["type"], "message": message})
     return problems
 
 
@@ -337,14 +339,14 @@ def parse_json(model: type[ModelT], raw: bytes) -> ModelT:
     try:
         return model.model_validate_json(raw or b"null")
     except ValidationError as exc:
-        raise _unprocessable(problems_of(exc)) from None
+        raise _unprocessable(problems_of(exc, model=model)) from None
 
 
 def parse_query(model: type[ModelT], params: dict[str, str]) -> ModelT:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        raise _unprocessable(problems_of(exc, where="query")) from None
+        raise _unprocessable(problems_of(exc, where="query", model=model)) from None
 
 
 def _unprocessable(problems: list[dict[str, str]]) -> AdminError:

@@ -34,7 +34,7 @@ from memory_server.data import statements
 from memory_server.data.statements import Row
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.errors import ToolError
+from memory_server.domain.errors import ToolError, invalid
 from memory_server.domain.grants import sorted_grants
 from memory_server.domain.limits import (
     DB_CONNECT_TIMEOUT_S,
@@ -383,6 +383,14 @@ def translate_errors() -> Iterator[None]:
         raise ToolError("unavailable", "a concurrent change interfered; retry") from None
     except pg_errors.LockNotAvailable:
         raise ToolError("timeout", "the record is locked by another writer; retry") from None
+    except pg_errors.NumericValueOutOfRange as error:
+        # A number beyond its SQL type (22003): the argument models bound every client
+        # number first, so one reaching here is a missed bound, worth a warning, but
+        # the request is permanently bad: never "retry", never a database alarm.
+        logger.warning(
+            "a number out of its SQL type's range reached the database (%s)", error.sqlstate
+        )
+        raise invalid("a number is out of the range the service stores") from None
     except PoolTimeout:
         raise ToolError("unavailable", "no database connection available; retry") from None
     except psycopg.OperationalError:

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory_server.domain.errors import invalid
-from memory_server.domain.limits import PATH_MAX_BYTES, PATH_MAX_SEGMENTS, PATH_SEGMENT_MAX_CHARS
+from memory_server.domain.limits import (
+    PATH_MAX_BYTES,
+    PATH_MAX_SEGMENTS,
+    PATH_SEGMENT_MAX_CHARS,
+    REVISION_MAX,
+)
 
 Namespace = Literal["me", "workspace"]
 Kind = Literal["memories", "skills", "notes"]
@@ -22,8 +27,9 @@ Kind = Literal["memories", "skills", "notes"]
 SCHEME = "memory://"
 NAMESPACES: tuple[Namespace, ...] = ("me", "workspace")
 KINDS: tuple[Kind, ...] = ("memories", "skills", "notes")
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_REVISION_RE = re.compile(r"^[1-9][0-9]{0,9}$")
+# Matched whole (fullmatch): "$" would also let a trailing newline through.
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_REVISION_RE = re.compile(r"[1-9][0-9]{0,9}")
 _PUNCTUATION = frozenset("._-")
 
 
@@ -136,7 +142,7 @@ def _split_scheme(uri: object, *, what: str) -> str:
 
 
 def _parse_uuid(text: str, *, what: str) -> uuid.UUID:
-    if not _UUID_RE.match(text):
+    if not _UUID_RE.fullmatch(text):
         raise invalid(f"{what} must be a record id in lowercase canonical UUID form")
     return uuid.UUID(text)
 
@@ -149,8 +155,12 @@ def parse_address(uri: object, *, what: str = "uri") -> Address:
         if len(parts) == 1:
             return IdAddress(_parse_uuid(parts[0], what=what))
         if len(parts) == 3 and parts[1] == "revisions":
-            if not _REVISION_RE.match(parts[2]):
-                raise invalid(f"{what} revision must be a positive integer without leading zeros")
+            # A revision is an SQL integer: a larger number names no revision at all.
+            if not _REVISION_RE.fullmatch(parts[2]) or int(parts[2]) > REVISION_MAX:
+                raise invalid(
+                    f"{what} revision must be a positive integer (1 to {REVISION_MAX})"
+                    " without leading zeros"
+                )
             return RevisionAddress(_parse_uuid(parts[0], what=what), int(parts[2]))
         raise invalid(
             f"{what} must be memory://record/{{id}} or memory://record/{{id}}/revisions/{{n}}"

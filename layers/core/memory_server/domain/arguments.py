@@ -7,9 +7,12 @@ API gets the same clear ``invalid_argument`` as a caller over MCP.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from functools import cache
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 
+from annotated_types import Ge, Le
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 from memory_server.domain import limits
 from memory_server.domain.errors import invalid
@@ -57,6 +60,56 @@ Expiry = Annotated[
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        integer_ranges(cls)  # an integer argument without both bounds fails at import
+
+
+def _bounds(field: FieldInfo) -> tuple[int | None, int | None] | None:
+    """An integer field's ``ge`` and ``le`` (None where missing); None if not an integer."""
+    if field.annotation is not int and int not in get_args(field.annotation):
+        return None
+    low = next((m.ge for m in field.metadata if isinstance(m, Ge)), None)
+    high = next((m.le for m in field.metadata if isinstance(m, Le)), None)
+    return cast(int | None, low), cast(int | None, high)  # an int field's bounds are ints
+
+
+@cache
+def integer_ranges(model: type[BaseModel]) -> dict[str, tuple[int, int]]:
+    """Each integer argument of ``model`` and its inclusive range (the published
+    ``minimum`` and ``maximum``). Every one has both bounds: an unbounded number
+    would reach SQL parameters that hold only so much (limits.REVISION_MAX)."""
+    ranges = {}
+    for name, field in model.model_fields.items():
+        bounds = _bounds(field)
+        if bounds is None:
+            continue
+        low, high = bounds
+        if low is None or high is None:
+            raise TypeError(f"{model.__name__}.{name}: an integer needs ge= and le= bounds")
+        ranges[name] = (low, high)
+    return ranges
+
+
+# Pydantic's error types for a value that is not an integer or out of its range.
+_INTEGER_ERRORS = frozenset(
+    {"int_type", "int_parsing", "int_from_float", "greater_than_equal", "less_than_equal"}
+)
+
+
+def integer_problem(model: type[BaseModel], error: Any) -> str | None:
+    """The message for ``error`` (a pydantic error dict) when it is about a bounded
+    integer field of ``model``: it names the whole range, never the value sent."""
+    loc = error["loc"]
+    if error["type"] not in _INTEGER_ERRORS or len(loc) != 1:
+        return None
+    field = model.model_fields.get(str(loc[0]))
+    bounds = _bounds(field) if field is not None else None
+    if bounds is None or bounds[0] is None or bounds[1] is None:
+        return None
+    return f"Input should be an integer from {bounds[0]} to {bounds[1]}"
+
 
 class ListArgs(_Args):
     prefix: Uri | None = None
@@ -66,7 +119,7 @@ class ListArgs(_Args):
 
 class ReadArgs(_Args):
     uri: Uri
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=limits.CONTENT_MAX_BYTES)
     max_bytes: int = Field(limits.READ_DEFAULT_BYTES, ge=1, le=limits.READ_MAX_BYTES)
     history: bool = False
     as_of: Time | None = Field(
@@ -92,7 +145,9 @@ class SearchArgs(_Args):
 class WriteArgs(_Args):
     uri: Uri
     content: str = Field(max_length=limits.CONTENT_MAX_BYTES)
-    expected_revision: int = Field(ge=0, description="0 creates; otherwise the current revision")
+    expected_revision: int = Field(
+        ge=0, le=limits.REVISION_MAX, description="0 creates; otherwise the current revision"
+    )
     source: Source | None = None
     context: Context | None = None
     expires_at: Expiry = None
@@ -103,7 +158,7 @@ class WriteArgs(_Args):
 
 class DeleteArgs(_Args):
     uri: Uri
-    expected_revision: int = Field(ge=1)
+    expected_revision: int = Field(ge=1, le=limits.REVISION_MAX)
 
 
 class RememberArgs(_Args):
@@ -124,7 +179,7 @@ class RememberArgs(_Args):
 class MoveArgs(_Args):
     uri: Uri
     new_uri: Uri
-    expected_revision: int = Field(ge=1)
+    expected_revision: int = Field(ge=1, le=limits.REVISION_MAX)
 
 
 class BriefArgs(_Args):
@@ -158,5 +213,5 @@ def parse_args(model: type[ArgsT], raw: Any) -> ArgsT:
         problems = []
         for error in exc.errors(include_url=False, include_input=False)[:5]:
             where = ".".join(str(p) for p in error["loc"]) or "arguments"
-            problems.append(f"{where}: {error['msg']}")
+            problems.append(f"{where}: {integer_problem(model, error) or error['msg']}")
         raise invalid("; ".join(problems)) from None

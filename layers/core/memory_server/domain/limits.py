@@ -68,6 +68,13 @@ LIST_MAX_ITEMS = 50
 LIST_DEFAULT_ITEMS = 20
 TITLE_MAX_BYTES = 200
 
+# -- Integers as the database stores them ----------------------------------------------
+# A revision is an SQL integer (int4), an audit event id a bigint. A client's number
+# outside its column's range is refused as invalid_argument at the boundary (the
+# argument models, addresses.py, the admin query models), before any SQL sees it.
+REVISION_MAX = 2**31 - 1  # PostgreSQL integer
+BIGINT_MAX = 2**63 - 1  # PostgreSQL bigint
+
 # -- Arguments and content -----------------------------------------------------------
 URI_MAX_CHARS = 1024
 PATH_MAX_SEGMENTS = 8  # of a memory:// path (addresses.py)

@@ -5,6 +5,6 @@
 -- revision the record is at (a conflict), or none if it moved on meanwhile.
 SELECT id, revision, context_key, changed
 FROM memory.change_record_at(%(id)s, %(workspace_id)s, %(owner_id)s, %(contexts)s, %(kind)s,
-                             %(path)s, %(expected_revision)s, %(title)s, %(body)s,
+                             %(path)s, %(expected_revision)s::integer, %(title)s, %(body)s,
                              %(principal_id)s, %(source)s, %(operation)s, %(request_id)s,
                              %(uri)s, %(expires_at)s, %(keep_expiry)s, %(pinned)s)

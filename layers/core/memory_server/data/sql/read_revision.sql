@@ -6,5 +6,5 @@ FROM memory.revisions AS r
 JOIN memory.records_in_view(%(workspace_id)s, %(owners)s, %(contexts)s) AS m
   ON m.id = r.memory_id
 WHERE r.memory_id = %(id)s
-  AND r.revision = %(revision)s
+  AND r.revision = %(revision)s::integer
   AND r.body IS NOT NULL
