@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import uuid
@@ -307,3 +308,36 @@ def audit_tap(events: Any, sqs: Any, bus: str) -> Callable[[], list[dict[str, An
         return out
 
     return drain
+
+
+# -- the service's log ---------------------------------------------------------------
+
+# The loggers whose lines reach the function's log (memory_server.edge.logs routes them).
+LOGGED = ("memory_server", "psycopg", "psycopg_pool")
+
+
+class _Kept(logging.Handler):
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not any(kept is record for kept in self.records):  # once, whichever logger
+            self.records.append(record)
+
+
+@contextmanager
+def service_log(level: int = logging.ERROR) -> Iterator[list[logging.LogRecord]]:
+    """The lines the service logs at ``level`` or above while the block runs. The
+    local stack runs the handler in this process; Powertools turns its loggers'
+    propagation off, so the handler goes on each of them."""
+    kept = _Kept(level)
+    names = {n for n in logging.root.manager.loggerDict if n.split(".")[0] in LOGGED}
+    loggers = [logging.getLogger(n) for n in sorted(names | set(LOGGED))]
+    for logger in loggers:
+        logger.addHandler(kept)
+    try:
+        yield kept.records
+    finally:
+        for logger in loggers:
+            logger.removeHandler(kept)

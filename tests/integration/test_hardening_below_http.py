@@ -5,6 +5,7 @@ security of the second wall, and the operator path that must not re-attach keys.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -15,18 +16,25 @@ import pytest
 from memory_server.admin import operators
 from memory_server.data import records
 from memory_server.data.records import Content
-from memory_server.domain.addresses import parse_path_address
-from memory_server.domain.arguments import RememberArgs
+from memory_server.domain.addresses import RevisionAddress, parse_path_address
+from memory_server.domain.arguments import DeleteArgs, MoveArgs, RememberArgs, WriteArgs
 from memory_server.domain.contexts import parse_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import AdminError, ToolError
-from memory_server.operations import memory_remember
+from memory_server.operations import (
+    memory_delete,
+    memory_move,
+    memory_remember,
+    memory_write,
+    read_revision,
+)
 from memory_server.operations.membership import resolve_caller
 
 from tests.builders import (
     ALL_SCOPES,
     insert_unguarded_membership,
     resolve_with_all_scopes,
+    service_log,
     set_caller_settings,
     table_locked,
 )
@@ -412,3 +420,46 @@ def test_an_admin_setting_adds_only_principals_that_may_join(cluster, world, tea
                 "UPDATE memory.memberships SET principal_id = %s WHERE principal_id = %s",
                 (foreign_key, carol.id),
             )
+
+
+# -- numbers past their SQL type, should a caller skip the argument models --------------
+
+
+@pytest.mark.parametrize("revision", [2**31, 2**63, -(2**31) - 1])
+def test_a_number_past_its_sql_type_is_invalid_never_unavailable(world, store, revision) -> None:  # type: ignore[no-untyped-def]
+    """The argument models bound every number a client sends; a direct caller that
+    skips them (model_construct) still gets invalid_argument, not "unavailable, retry":
+    each statement casts its revision to integer (22003 rather than a function that
+    does not exist, 42883), and 22003 is logged as a warning, never an ERROR."""
+    ws = world.workspace()
+    alice = ws.person("alice")
+    caller = ws.caller(alice)
+    made = memory_write(
+        store,
+        caller,
+        WriteArgs(uri="memory://workspace/notes/n.md", content="x", expected_revision=0),
+    )
+    rid = uuid.UUID(made["id"])
+    by_id, by_path = f"memory://record/{rid}", "memory://workspace/notes/n.md"
+    calls = [
+        lambda: memory_write(store, caller, WriteArgs.model_construct(uri=by_path, content="y", expected_revision=revision, source=None, context=None, expires_at=None, pinned=None)),
+        lambda: memory_write(store, caller, WriteArgs.model_construct(uri=by_id, content="y", expected_revision=revision, source=None, context=None, expires_at=None, pinned=None)),
+        lambda: memory_delete(store, caller, DeleteArgs.model_construct(uri=by_path, expected_revision=revision)),
+        lambda: memory_delete(store, caller, DeleteArgs.model_construct(uri=by_id, expected_revision=revision)),
+        lambda: memory_move(store, caller, MoveArgs.model_construct(uri=by_id, new_uri="memory://workspace/notes/m.md", expected_revision=revision)),
+        lambda: read_revision(store, caller, RevisionAddress(rid, revision)),
+    ]  # fmt: skip
+    answers = []
+    with service_log(logging.WARNING) as logged:
+        for call in calls:
+            try:
+                answers.append(("answered", call()))
+            except ToolError as error:
+                answers.append((error.code, error.message))
+    # The move compares the revision it read before any statement takes the number.
+    codes = ["invalid_argument"] * 4 + ["revision_conflict", "invalid_argument"]
+    assert [code for code, _ in answers] == codes, answers
+    warned = [r.getMessage() for r in logged if r.levelno == logging.WARNING]
+    assert warned.count("a number out of its SQL type's range reached the database (22003)") == 5
+    assert not [r for r in logged if r.levelno >= logging.ERROR], [r.getMessage() for r in logged]
+    assert _count(world.owner, "SELECT revision FROM memory.memories WHERE id = %s", rid) == 1

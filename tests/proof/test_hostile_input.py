@@ -10,6 +10,7 @@ keeps no example database (nothing is written outside the test run).
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 import unicodedata
@@ -24,6 +25,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from memory_server.admin import operators
 
+from tests.builders import service_log
 from tests.proof.harness import (
     JSON,
     Directory,
@@ -812,6 +814,161 @@ def test_the_briefing_prompt_refuses_bad_arguments_as_invalid_params(
             problems.append(f"{str(arguments)[:80]}: {str(answer)[:200]}")
     no_problems(problems)
     no_writes(inspector, before)
+
+
+# -- integers beyond what their columns hold ------------------------------------------------
+
+# Every integer argument of every tool and its inclusive range (docs/contract.md §5):
+# a product limit, or the SQL integer a revision is stored as.
+REVISION_MAX = 2**31 - 1
+INTEGER_ARGUMENTS = {
+    ("memory_list", "limit"): (1, 50),
+    ("memory_read", "offset"): (0, 65536),
+    ("memory_read", "max_bytes"): (1, 65536),
+    ("memory_search", "limit"): (1, 8),
+    ("memory_write", "expected_revision"): (0, REVISION_MAX),
+    ("memory_delete", "expected_revision"): (1, REVISION_MAX),
+    ("memory_move", "expected_revision"): (1, REVISION_MAX),
+    ("memory_brief", "max_bytes"): (1024, 16384),
+}
+EXTREMES = [-1, 0, 2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64, -(2**63), -(2**63) - 1, 10**30]
+
+
+def integer_calls(target: dict[str, Any], run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(tool, argument, arguments) for every out-of-range value of every integer
+    argument; the mutations by path and by record id (two code paths to the SQL)."""
+    by_id = f"memory://record/{target['id']}"
+    fresh = f"memory://workspace/notes/proof-hostile-{run_id}/numbers.md"
+    others: dict[str, list[dict[str, Any]]] = {
+        "memory_list": [{}],
+        "memory_read": [{"uri": target["uri"]}, {"uri": by_id}],
+        "memory_search": [{"query": "stable"}],
+        "memory_write": [{"uri": target["uri"], "content": "x"}, {"uri": by_id, "content": "x"},
+                         {"uri": fresh, "content": "x"}],
+        "memory_delete": [{"uri": target["uri"]}, {"uri": by_id}],
+        "memory_move": [{"uri": target["uri"], "new_uri": fresh}, {"uri": by_id, "new_uri": fresh}],
+        "memory_brief": [{}],
+    }  # fmt: skip
+    calls = []
+    for (tool, name), (low, high) in INTEGER_ARGUMENTS.items():
+        for value in sorted({*EXTREMES, low - 1, high + 1}):
+            if not low <= value <= high:
+                calls += [(tool, name, {**rest, name: value}) for rest in others[tool]]
+    return calls
+
+
+def test_integers_out_of_range_are_invalid_arguments_naming_the_range(
+    stack: Any, inspector: Inspector, target: dict[str, Any], run_id: str
+) -> None:
+    """expected_revision 2**31 once reached the database as a bigint no function takes
+    (42883): "unavailable, retry" and an ERROR in the log, at any member's will. Every
+    out-of-range integer of every tool is invalid_argument naming the argument and its
+    range; nothing is written, nothing is logged as an error or a warning."""
+    problems = []
+    before = inspector.change_counts()
+    with service_log(logging.WARNING) as logged:
+        for tool, name, arguments in integer_calls(target, run_id):
+            body = json.dumps(tool_call(tool, **arguments)).encode()
+            code, message = refusal(post(stack, "alice", body), body)
+            low, high = INTEGER_ARGUMENTS[(tool, name)]
+            wanted = f"{name}: Input should be an integer from {low} to {high}"
+            if code != "invalid_argument" or wanted not in message:
+                problems.append(f"{tool} {arguments} answered {code}: {message[:160]}")
+    problems += [f"logged {r.levelname} {r.name}: {r.getMessage()}" for r in logged]
+    no_problems(problems)
+    no_writes(inspector, before)
+
+
+def test_the_largest_integers_in_range_are_ordinary_questions(
+    stack: Any, inspector: Inspector, target: dict[str, Any]
+) -> None:
+    """At the top of each range the call is an ordinary one: a change at revision
+    2**31 - 1 is a conflict (the record is at 1), a read at offset 65 536 is past the
+    end of a six-byte record; nothing logged."""
+    by_id = f"memory://record/{target['id']}"
+    before = inspector.change_counts()
+    calls = [
+        ("revision_conflict", "memory_write", {"uri": by_id, "content": "x", "expected_revision": REVISION_MAX}),
+        ("revision_conflict", "memory_write", {"uri": target["uri"], "content": "x", "expected_revision": REVISION_MAX}),
+        ("revision_conflict", "memory_delete", {"uri": by_id, "expected_revision": REVISION_MAX}),
+        ("revision_conflict", "memory_delete", {"uri": target["uri"], "expected_revision": REVISION_MAX}),
+        ("revision_conflict", "memory_move", {"uri": by_id, "new_uri": target["uri"] + ".md", "expected_revision": REVISION_MAX}),
+        ("invalid_argument", "memory_read", {"uri": by_id, "offset": 65536}),
+        (None, "memory_read", {"uri": by_id, "max_bytes": 65536}),
+        (None, "memory_list", {"limit": 50}),
+        (None, "memory_brief", {"max_bytes": 16384}),
+        ("not_found", "memory_read", {"uri": f"{by_id}/revisions/{REVISION_MAX}"}),
+    ]  # fmt: skip
+    problems = []
+    with service_log(logging.WARNING) as logged:
+        for expected, tool, arguments in calls:
+            body = json.dumps(tool_call(tool, **arguments)).encode()
+            code, message = refusal(post(stack, "alice", body), body)
+            if code != expected:
+                problems.append(f"{tool} {arguments} answered {code}: {message[:160]}")
+    problems += [f"logged {r.levelname} {r.name}: {r.getMessage()}" for r in logged]
+    no_problems(problems)
+    no_writes(inspector, before)
+
+
+@pytest.mark.parametrize("revision", [str(2**31), "9999999999", str(2**63), "1%0A"])
+def test_a_revision_address_beyond_the_sql_integer_is_refused(
+    stack: Any, target: dict[str, Any], revision: str
+) -> None:
+    """memory://record/{id}/revisions/{n} with n past 2**31 - 1 names no revision: the
+    tool says invalid_argument with the range, resources/read says the resource is not
+    found (as for any address that is not one); neither reaches a statement."""
+    uri = f"memory://record/{target['id']}/revisions/{revision.replace('%0A', chr(10))}"
+    with service_log(logging.WARNING) as logged:
+        body = json.dumps(tool_call("memory_read", uri=uri)).encode()
+        code, message = refusal(post(stack, "alice", body), body)
+        assert code == "invalid_argument", message
+        assert f"(1 to {REVISION_MAX})" in message, message
+        sent = json.dumps(rpc("resources/read", {"uri": uri})).encode()
+        response = post(stack, "alice", sent)
+        assert_no_leak(response, sent)
+        assert response.json()["error"]["code"] == -32602, response.text
+    assert logged == []
+
+
+def test_tools_list_publishes_every_integer_range(stack: Any) -> None:
+    """Clients see the same bounds in each tool's inputSchema (minimum, maximum), and
+    no integer argument goes unbounded."""
+    answer = post(stack, "alice", rpc("tools/list")).json()["result"]["tools"]
+    published = {
+        (tool["name"], name): (schema.get("minimum"), schema.get("maximum"))
+        for tool in answer
+        for name, schema in tool["inputSchema"]["properties"].items()
+        if schema.get("type") == "integer"
+    }
+    assert published == INTEGER_ARGUMENTS
+
+
+def test_admin_audit_numbers_are_bounded_by_their_columns(
+    stack: Any, fuzz_admin: dict[str, Any]
+) -> None:
+    """GET /audit: a limit out of 1..200, or a cursor past the largest bigint (an event
+    id), is a 422 naming the field and its bound; the largest bigint is an empty page;
+    nothing logged as an error."""
+    base = f"{stack.info['api_url']}/w/{fuzz_admin['slug']}/admin/audit"
+    headers = {"authorization": f"Bearer {fuzz_admin['token']}"}
+    refused = [
+        *({"limit": v} for v in ["0", "-1", "201", str(2**31), str(2**63), "9" * 30]),
+        *({"cursor": v} for v in [str(2**63), "9" * 19, "0", "-1"]),
+    ]
+    with httpx2.Client(timeout=30) as http, service_log(logging.ERROR) as logged:
+        for query in refused:
+            response = http.get(base, params=query, headers=headers)
+            assert_no_leak(response)
+            assert response.status_code == 422, (query, response.text)
+            [field] = query
+            problems = response.json()["problems"]
+            assert [p["field"] for p in problems] == [field], problems
+            if field == "limit":
+                assert problems[0]["message"] == "Input should be an integer from 1 to 200"
+        largest = http.get(base, params={"cursor": str(2**63 - 1)}, headers=headers)
+        assert largest.status_code == 200, largest.text
+    assert logged == []
 
 
 # -- regressions found by the generators, kept explicit ----------------------------------
