@@ -465,7 +465,9 @@ BEGIN
     personal := joining.kind = 'person' OR coalesce(invited.personal_namespace, false);
     INSERT INTO memberships (workspace_id, principal_id, grants, personal_namespace)
     VALUES (ws, joining.id, invited.grants, personal)
-    ON CONFLICT DO NOTHING;
+    -- Already a member: nothing to add. A handle another member holds is refused
+    -- (memberships_handle, 25_handles.sql), never skipped as if the invitee had joined.
+    ON CONFLICT ON CONSTRAINT memberships_pkey DO NOTHING;
     IF FOUND THEN
         INSERT INTO audit_outbox
             (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id,

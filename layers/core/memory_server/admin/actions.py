@@ -29,7 +29,7 @@ from memory_server.data.admin import AgentKeyRow, ContextRow, InvitationRow, Mem
 from memory_server.data.pool import Database, Transaction
 from memory_server.domain.caller import Caller
 from memory_server.domain.deadline import Deadline
-from memory_server.domain.errors import AdminError, no_such_workspace
+from memory_server.domain.errors import AdminError, ToolError, no_such_workspace
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES, grants_from_scopes, sorted_grants
 from memory_server.domain.limits import (
     ADMIN_DEADLINE_S,
@@ -51,6 +51,18 @@ def _changing(db: Database, caller: Caller) -> Iterator[Transaction]:
     with db.write(caller, Deadline.after(ADMIN_DEADLINE_S)) as tx:
         data.lock_workspace(tx, caller.workspace_id)
         yield tx
+
+
+@contextmanager
+def _unique_handle() -> Iterator[None]:
+    """A handle another member holds (the database's rule, 25_handles.sql) is the
+    admin API's 409 conflict, with the rule's own message."""
+    try:
+        yield
+    except ToolError as error:
+        if error.code != "already_exists":
+            raise
+        raise conflict(error.message) from None
 
 
 def _require_an_admin(tx: Transaction, caller: Caller) -> None:
@@ -216,7 +228,7 @@ def create_agent_key(
         caller.workspace, body.name, scopes, str(caller.principal_id)
     )
     try:
-        with _changing(db, caller) as tx:
+        with _unique_handle(), _changing(db, caller) as tx:
             try:
                 principal_id = data.create_agent_key(tx, client_id, body.name, scopes).get()
             except pg_errors.UniqueViolation:  # the name was taken concurrently
@@ -424,16 +436,17 @@ def accept_invitation(
     is its client id). Anything it may not accept (no such workspace, no invitation of
     its own with that id, expired, an identity that may not join) is the one empty 404
     of a workspace it is not a member of."""
-    accepted = data.accept_invitation(
-        db,
-        Deadline.after(ADMIN_DEADLINE_S),
-        workspace=workspace,
-        invitation_id=invitation_id,
-        subject=identity.subject,
-        person=identity.client_id != identity.subject,
-        handle=body.handle,
-        request_id=request_id,
-    )
+    with _unique_handle():
+        accepted = data.accept_invitation(
+            db,
+            Deadline.after(ADMIN_DEADLINE_S),
+            workspace=workspace,
+            invitation_id=invitation_id,
+            subject=identity.subject,
+            person=identity.client_id != identity.subject,
+            handle=body.handle,
+            request_id=request_id,
+        )
     if accepted is None:
         raise no_such_workspace()
     if accepted["outcome"] == "handle_required":

@@ -365,6 +365,13 @@ class Transaction:
 
 # Raised by memory.lock_membership() (migration 0012): the caller's membership is gone.
 NO_LONGER_A_MEMBER = "MS403"
+# The unique index of members' folded handles (infra/schema/25_handles.sql).
+HANDLE_INDEX = "memberships_handle"
+HANDLE_TAKEN = (
+    "handle: taken by another member of this workspace (a handle is unique among a "
+    "workspace's people and agent keys, compared after Unicode NFKC normalization, case "
+    "folding and folding of look-alike letters): choose another"
+)
 
 
 @contextmanager
@@ -400,6 +407,11 @@ def translate_errors() -> Iterator[None]:
             raise ToolError(
                 "permission_denied", "you are no longer a member of this workspace"
             ) from None
+        if isinstance(error, pg_errors.UniqueViolation) and (
+            error.diag.constraint_name == HANDLE_INDEX
+        ):
+            # The rule, never who holds the handle: the caller may not see that member.
+            raise ToolError("already_exists", HANDLE_TAKEN) from None
         # Anything else is a defect the first wall should have prevented (a policy
         # violation, a constraint, a value out of range): logged, answered as
         # unavailable, never with the database's own text.
