@@ -855,6 +855,22 @@ def identities_add(
     emit(settings, {"subject": subject, "principal_id": str(principal)})
 
 
+@identities_app.command("rename")
+def identities_rename(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="Cognito sub or app client id")],
+    handle: Annotated[str, typer.Option(help="The new display name, shown in every workspace")],
+) -> None:
+    """Give an identity a new handle: refused where another member of one of its
+    workspaces holds it (handles are unique in a workspace, compared after Unicode
+    normalization, case and look-alike folding). Clears a duplicate an upgrade flagged
+    (``handle_conflict`` in the member list)."""
+    settings = _settings(ctx)
+    with owner_connection(settings) as owner:
+        principal = operators.rename_principal(owner, subject, handle)
+    emit(settings, {"subject": subject, "principal_id": str(principal), "handle": handle})
+
+
 @app.command()
 def erase(
     ctx: typer.Context,

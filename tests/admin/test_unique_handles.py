@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 from memory_server.admin import operators
+from memory_server.domain.errors import AdminError
 
 from tests.admin.conftest import call, create_agent_key
 from tests.admin.test_invitations import Someone, accept, invite
@@ -109,22 +110,42 @@ def test_an_admin_cannot_name_an_agent_key_like_a_member(ws, admin_service, dire
 def test_the_database_refuses_a_duplicate_whoever_inserts_it(ws, owner) -> None:  # type: ignore[no-untyped-def]
     ws.person("alice")
     twin = operators.ensure_principal(owner, "person", f"twin-{uuid.uuid4().hex[:8]}", "АLICE")
-    with pytest.raises(psycopg.errors.UniqueViolation) as refused:
-        with owner.transaction():
-            owner.execute(
-                "INSERT INTO memory.memberships (workspace_id, principal_id, grants,"
-                " personal_namespace, handle_key, handle_conflict)"
-                " VALUES (%s, %s, '{read}', true, 'something-else', true)",
-                (ws.id, twin),
-            )
+    with pytest.raises(psycopg.errors.UniqueViolation) as refused, owner.transaction():
+        owner.execute(
+            "INSERT INTO memory.memberships (workspace_id, principal_id, grants,"
+            " personal_namespace, handle_key, handle_conflict)"
+            " VALUES (%s, %s, '{read}', true, 'something-else', true)",
+            (ws.id, twin),
+        )
     assert refused.value.diag.constraint_name == "memberships_handle"
 
 
 def test_renaming_to_a_members_handle_is_refused(ws, owner) -> None:  # type: ignore[no-untyped-def]
     ws.person("alice")
     bob = ws.person("bob")
-    with pytest.raises(psycopg.errors.UniqueViolation):
-        with owner.transaction():
-            owner.execute(
-                "UPDATE memory.principals SET handle = 'Alice' WHERE id = %s", (bob.id,)
-            )
+    with pytest.raises(AdminError) as refused:
+        operators.rename_principal(owner, bob.subject, "\u0391lice")  # Greek Α
+    assert refused.value.status == 409 and RULE in refused.value.message
+    assert operators.rename_principal(owner, bob.subject, "robert") == bob.id
+    # And the raw statement, whoever runs it, is refused by the database alike.
+    with pytest.raises(psycopg.errors.UniqueViolation), owner.transaction():
+        owner.execute("UPDATE memory.principals SET handle = 'Alice' WHERE id = %s", (bob.id,))
+
+
+def test_a_flagged_member_keeps_its_handle_from_newcomers_until_renamed(  # type: ignore[no-untyped-def]
+    ws, admin_service, owner
+) -> None:
+    alice = ws.person("alice")
+    # As an upgrade leaves a member that shared its handle (the index leaves it out).
+    owner.execute(
+        "UPDATE memory.memberships SET handle_conflict = true"
+        " WHERE workspace_id = %s AND principal_id = %s",
+        (ws.id, alice.id),
+    )
+    members = call(admin_service, ws.slug, "GET", "/members", alice).body["members"]
+    assert [m["handle_conflict"] for m in members] == [True]
+    answer = newcomer_accepts(admin_service, ws, alice, "ALICE")
+    assert answer.status == 409 and RULE in answer.body["message"], answer.body
+    operators.rename_principal(owner, alice.subject, "alice-a")
+    members = call(admin_service, ws.slug, "GET", "/members", alice).body["members"]
+    assert [(m["handle"], m["handle_conflict"]) for m in members] == [("alice-a", False)]

@@ -48,7 +48,14 @@ PRINCIPALS: dict[str, tuple[str, dict[str, tuple[str, ...]], bool | None]] = {
     "ci-bot": ("service", {"acme": ("read",)}, False),
     "release-bot": ("service", {"acme": ("read", "write:shared")}, False),
     "notes-bot": ("service", {"acme": ALL_GRANTS}, True),
+    # Handles the previous release let two members of acme share (as today's rule folds
+    # them): another person "Alice" beside alice, and a service "CAROL" beside carol.
+    # The upgrade keeps them and their records, and flags them for a rename.
+    "Alice": ("person", {"acme": ("read", "write:personal", "write:shared")}, None),
+    "CAROL": ("service", {"acme": ("read",)}, False),
 }
+# The members of acme the upgrade flags: every one sharing a folded handle.
+DUPLICATE_HANDLES = {"alice", "Alice", "carol", "CAROL"}
 REGISTERED = {
     "acme": {
         "channel:leads": ["alice", "carol"],
@@ -137,7 +144,7 @@ def fill(admin_url: str, database: str, passwords: Passwords) -> dict[str, str]:
     tools = Tools(runtime_url)
     n = 0
     # Records in every namespace and kind, written from every context by each writer.
-    for handle in ("alice", "bob", "carol", "notes-bot", "release-bot"):
+    for handle in ("alice", "Alice", "bob", "carol", "notes-bot", "release-bot"):
         for context in CONTEXTS:
             caller = tools.caller("acme", handle, context)
             if caller is None:

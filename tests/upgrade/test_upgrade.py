@@ -25,6 +25,8 @@ from memory_server.data.migrate import SCHEMA_VERSION, drop_database
 from memory_server.data.pool import Database
 from memory_server.data.provision import Passwords, provision
 
+from tests.upgrade.release_data import DUPLICATE_HANDLES
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("release_data.py")
 # The release before this one: the last commit of the round that added migration 0004.
@@ -162,6 +164,25 @@ def test_every_row_is_still_there_as_it_was(upgraded: Any) -> None:
         for old, new in zip(before, after, strict=True):
             # New columns may come; every old one keeps its value.
             assert {k: new.get(k) for k in old} == old, (table, old)
+
+
+def test_duplicate_handles_upgrade_flagged_and_keep_their_records(upgraded: Any) -> None:
+    # The previous release let acme hold alice and Alice, carol and CAROL: the upgrade
+    # does not fail on them; it flags exactly those members (for the admin to see and
+    # the principal to rename), and their records and history stay theirs.
+    before, after = upgraded["before"]["rows"], upgraded["after"]["rows"]
+    handles = {r["id"]: r["handle"] for r in after["principals"]}
+    slugs = {r["id"]: r["slug"] for r in after["workspaces"]}
+    flagged = {
+        (slugs[r["workspace_id"]], handles[r["principal_id"]])
+        for r in after["memberships"]
+        if r["handle_conflict"]
+    }
+    assert flagged == {("acme", h) for h in DUPLICATE_HANDLES}
+    twin = next(pid for pid, h in handles.items() if h == "Alice")
+    written = [r for r in before["revisions"] if r["writer_id"] == twin]
+    assert written and written == [r for r in after["revisions"] if r["writer_id"] == twin]
+    assert all(r["handle_key"] for r in after["memberships"])
 
 
 def test_every_caller_sees_exactly_what_it_saw(upgraded: Any) -> None:

@@ -80,6 +80,7 @@ def _member(row: MemberRow) -> m.Member:
         grants=row["grants"],
         personal_namespace=row["personal_namespace"],
         agent_key=row["agent_key"],
+        handle_conflict=row["handle_conflict"],
     )
 
 

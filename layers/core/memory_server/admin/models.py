@@ -200,6 +200,15 @@ class Member(_Out):
     grants: list[Grant]
     personal_namespace: bool
     agent_key: bool
+    handle_conflict: bool = Field(
+        default=False,
+        description=(
+            "Another member of the workspace holds the same handle as the uniqueness "
+            "rule compares them: found when the database was upgraded to version 6, "
+            "which flags both. Nothing is lost; the operator renames one of them "
+            "(memoryctl identities rename), which clears the flag."
+        ),
+    )
 
 
 class MemberList(_Out):

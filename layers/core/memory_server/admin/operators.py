@@ -70,6 +70,7 @@ from memory_server.admin.rules import OPERATOR as OPERATOR
 from memory_server.data import admin as admin_data
 from memory_server.data import operators as data
 from memory_server.data.operators import Kind as Kind
+from memory_server.data.pool import HANDLE_TAKEN
 from memory_server.domain.errors import AdminError
 from memory_server.domain.grants import ALL_GRANTS, lacks_read, sorted_grants
 from memory_server.domain.summaries import iso
@@ -350,6 +351,23 @@ def ensure_principal(
     _check_identity(subject, handle)
     with owner.transaction():
         return _principal(owner, kind, subject, handle)
+
+
+def rename_principal(owner: psycopg.Connection[Any], subject: str, handle: str) -> uuid.UUID:
+    """A new handle for an identity (a person or an agent key), in every workspace it is
+    in: refused where another member holds it as the uniqueness rule compares handles
+    (infra/schema/25_handles.sql). The way out of a duplicate an upgrade flagged: the
+    flag goes from both members once their handles differ. Not audited: the audit rows
+    name principals by id, never by handle."""
+    _check_identity(subject, handle)
+    try:
+        with owner.transaction():
+            renamed = data.rename_principal(owner, subject, handle)
+    except psycopg.errors.UniqueViolation:
+        raise conflict(HANDLE_TAKEN) from None
+    if renamed is None:
+        raise invalid_field("subject", "known_identity", "no identity with this subject")
+    return renamed
 
 
 def set_membership(

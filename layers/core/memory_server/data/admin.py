@@ -54,6 +54,7 @@ class MemberRow(TypedDict):
     grants: list[Grant]
     personal_namespace: bool
     agent_key: bool
+    handle_conflict: bool
 
 
 class PrincipalRow(TypedDict):

@@ -141,6 +141,15 @@ def principal(owner: Owner, kind: Kind, subject: str, handle: str) -> PrincipalR
     return cast(PrincipalRow, found)
 
 
+def rename_principal(owner: Owner, subject: str, handle: str) -> uuid.UUID | None:
+    """Give ``subject``'s principal a new handle; ``None`` when there is none (raises a
+    unique violation when a member of one of its workspaces holds the handle)."""
+    found = statements.one(
+        owner, "operator_rename_principal", {"subject": subject, "handle": handle}
+    )
+    return None if found is None else uuid.UUID(str(found["id"]))
+
+
 def membership(
     owner: Owner, workspace_id: uuid.UUID, principal_id: uuid.UUID
 ) -> MembershipRow | None:
