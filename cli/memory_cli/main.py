@@ -371,6 +371,8 @@ def members_list(ctx: typer.Context) -> None:
             ("grants", "grants"),
             ("personal", "personal_namespace"),
             ("agent key", "agent_key"),
+            # Shares its handle with another member (found by an upgrade): rename one.
+            ("handle conflict", "handle_conflict"),
         ],
     )
 

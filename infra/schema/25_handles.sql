@@ -2,8 +2,9 @@
 -- the same handle in provenance, compared as memory.handle_key folds them. The rule
 -- is the database's, on every path (an invitee's accept, an admin's agent key, an
 -- operator's membership): memberships.handle_key is set here from the principal's
--- handle, and the unique index memberships_handle refuses a second member with the
--- same key (the admin API answers 409 conflict, memory_server.data.pool).
+-- handle, and the unique index memberships_handle (0006_unique_handles.sql) refuses a
+-- second member with the same key (the admin API answers 409 conflict,
+-- memory_server.data.pool).
 --
 -- Current state, re-runnable (applied by memory_server/migrate.py after the numbered
 -- migrations; the columns are infra/migrations/0006_unique_handles.sql's).
@@ -93,18 +94,18 @@ CREATE TRIGGER principals_renamed AFTER UPDATE OF handle ON principals
     FOR EACH ROW WHEN (OLD.handle IS DISTINCT FROM NEW.handle)
     EXECUTE FUNCTION principal_renamed();
 
--- Keys of every membership, as this file folds them (the index goes first: a changed
--- fold may make two keys equal), then the members sharing a key flagged, then the
--- index over the others. The flagged stay members with all their records and history;
--- the admin API's member list and memoryctl show them until one of them is renamed.
-DROP INDEX IF EXISTS memberships_handle;
+-- Keys of every membership, as this file folds them: first the members that share a
+-- folded handle with another member are flagged (so the unique index of
+-- 0006_unique_handles.sql leaves them out; on the upgrade to version 6, and again if a
+-- change of the fold makes two keys equal), then every key is set. The flagged stay
+-- members with all their records and history; the admin API's member list and
+-- memoryctl show them until one of them is renamed.
+UPDATE memberships AS m SET handle_conflict = true
+FROM principals AS p
+WHERE p.id = m.principal_id AND NOT m.handle_conflict
+  AND EXISTS (SELECT 1 FROM memberships AS o JOIN principals AS q ON q.id = o.principal_id
+              WHERE o.workspace_id = m.workspace_id AND o.principal_id <> m.principal_id
+                AND handle_key(q.handle) = handle_key(p.handle));
 UPDATE memberships AS m SET handle_key = handle_key(p.handle)
 FROM principals AS p
 WHERE p.id = m.principal_id AND m.handle_key IS DISTINCT FROM handle_key(p.handle);
-UPDATE memberships AS m SET handle_conflict = true
-WHERE NOT m.handle_conflict
-  AND EXISTS (SELECT 1 FROM memberships AS o
-              WHERE o.workspace_id = m.workspace_id AND o.handle_key = m.handle_key
-                AND o.principal_id <> m.principal_id);
-CREATE UNIQUE INDEX memberships_handle ON memberships (workspace_id, handle_key)
-    WHERE NOT handle_conflict;

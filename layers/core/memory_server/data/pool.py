@@ -365,7 +365,7 @@ class Transaction:
 
 # Raised by memory.lock_membership() (migration 0012): the caller's membership is gone.
 NO_LONGER_A_MEMBER = "MS403"
-# The unique index of members' folded handles (infra/schema/25_handles.sql).
+# The unique index of members' folded handles (infra/migrations/0006_unique_handles.sql).
 HANDLE_INDEX = "memberships_handle"
 HANDLE_TAKEN = (
     "handle: taken by another member of this workspace (a handle is unique among a "
