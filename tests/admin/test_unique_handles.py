@@ -149,3 +149,11 @@ def test_a_flagged_member_keeps_its_handle_from_newcomers_until_renamed(  # type
     operators.rename_principal(owner, alice.subject, "alice-a")
     members = call(admin_service, ws.slug, "GET", "/members", alice).body["members"]
     assert [(m["handle"], m["handle_conflict"]) for m in members] == [("alice-a", False)]
+
+
+def test_an_operator_cannot_add_a_member_with_a_taken_handle(ws, owner) -> None:  # type: ignore[no-untyped-def]
+    ws.person("alice")
+    twin = operators.ensure_principal(owner, "person", f"twin-{uuid.uuid4().hex[:8]}", "ALICE")
+    with pytest.raises(AdminError) as refused:
+        operators.set_membership(owner, ws.id, twin, ["read"])
+    assert refused.value.status == 409 and RULE in refused.value.message

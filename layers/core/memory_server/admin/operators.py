@@ -70,7 +70,7 @@ from memory_server.admin.rules import OPERATOR as OPERATOR
 from memory_server.data import admin as admin_data
 from memory_server.data import operators as data
 from memory_server.data.operators import Kind as Kind
-from memory_server.data.pool import HANDLE_TAKEN
+from memory_server.data.pool import HANDLE_INDEX, HANDLE_TAKEN
 from memory_server.domain.errors import AdminError
 from memory_server.domain.grants import ALL_GRANTS, lacks_read, sorted_grants
 from memory_server.domain.summaries import iso
@@ -363,7 +363,9 @@ def rename_principal(owner: psycopg.Connection[Any], subject: str, handle: str) 
     try:
         with owner.transaction():
             renamed = data.rename_principal(owner, subject, handle)
-    except psycopg.errors.UniqueViolation:
+    except psycopg.errors.UniqueViolation as error:
+        if error.diag.constraint_name != HANDLE_INDEX:
+            raise
         raise conflict(HANDLE_TAKEN) from None
     if renamed is None:
         raise invalid_field("subject", "known_identity", "no identity with this subject")
@@ -385,9 +387,14 @@ def set_membership(
     Returns whether anything changed.
     """
     ordered = _check_grants(grants)
-    with owner.transaction():
-        _lock_workspace(owner, workspace_id)
-        return _put_member(owner, workspace_id, principal_id, ordered, personal_namespace)
+    try:
+        with owner.transaction():
+            _lock_workspace(owner, workspace_id)
+            return _put_member(owner, workspace_id, principal_id, ordered, personal_namespace)
+    except psycopg.errors.UniqueViolation as error:
+        if error.diag.constraint_name != HANDLE_INDEX:
+            raise
+        raise conflict(HANDLE_TAKEN) from None
 
 
 def member_ids(
