@@ -326,7 +326,7 @@ def test_scores_are_bm25_over_the_view_alone(world, cluster, query: str) -> None
     for i in range(6):
         ws.agent(bob).write(uri=f"memory://me/notes/h{i}.md", content="heron", expected_revision=0)
         channel.write(uri=f"memory://workspace/notes/x{i}.md", content="heron", expected_revision=0)
-        other.agent(other.person("eve")).write(
+        other.agent(other.person(f"eve{i}")).write(
             uri=f"memory://workspace/notes/h{i}.md", content="heron marsh", expected_revision=0
         )
     after = scores()
