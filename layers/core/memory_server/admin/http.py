@@ -204,7 +204,7 @@ def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> d
 
 def _subject(params: Params, name: str) -> str:
     value = params[name]
-    if not _SUBJECT.match(value):
+    if not _SUBJECT.fullmatch(value):
         raise invalid_field(name, "string_pattern_mismatch", "not a valid subject or client id")
     return value
 
@@ -267,7 +267,7 @@ class AdminApi:
         self, event: Mapping[str, Any], workspace: str, rest: str, method: str, deadline: Deadline
     ) -> dict[str, Any]:
         for route in ROUTES:
-            if route.invitee and route.method == method and (found := route.pattern.match(rest)):
+            if route.invitee and route.method == method and (found := route.pattern.fullmatch(rest)):
                 return self._accept(event, workspace, route, found.groupdict(), deadline)
         caller = self.auth.authenticate(event, workspace, ADMIN_GATE, deadline)
         if "admin" not in caller.grants:
@@ -309,7 +309,7 @@ class AdminApi:
     ) -> dict[str, Any]:
         allowed: list[str] = []
         for route in ROUTES:
-            found = route.pattern.match(rest)
+            found = route.pattern.fullmatch(rest)
             if found is None:
                 continue
             if route.method != method:

@@ -146,12 +146,12 @@ class PersonErased(Report):
 
 
 def _check_slug(slug: str) -> None:
-    if not re.match(SLUG_PATTERN, slug):
+    if not re.fullmatch(SLUG_PATTERN, slug):
         raise invalid_field("slug", "string_pattern_mismatch", _SLUG_RULE)
 
 
 def _check_identity(subject: str, handle: str, *, prefix: str = "") -> None:
-    if not re.match(SUBJECT_PATTERN, subject):
+    if not re.fullmatch(SUBJECT_PATTERN, subject):
         raise invalid_field(
             f"{prefix}subject", "string_pattern_mismatch", "not a subject or client id"
         )

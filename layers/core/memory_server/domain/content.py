@@ -71,7 +71,7 @@ def skill_arguments(fields: dict[str, str], *, strict: bool = False) -> list[str
     names: list[str] = []
     for item in raw.split(",") if raw.strip() else []:
         name = item.strip().strip("'\"")
-        if not _ARGUMENT_NAME.match(name) or name in (*names, PROMPT_NAME_ARGUMENT):
+        if not _ARGUMENT_NAME.fullmatch(name) or name in (*names, PROMPT_NAME_ARGUMENT):
             if strict:
                 raise invalid(
                     "SKILL.md arguments must be distinct names of letters, digits, '_' or '-' "

@@ -63,7 +63,7 @@ def encode_id(raw: str) -> str:
 def _decode_id(encoded: str, *, what: str) -> str:
     if not encoded:
         raise invalid(f"context {what} id may not be empty")
-    if not _ENCODED_ID_RE.match(encoded):
+    if not _ENCODED_ID_RE.fullmatch(encoded):
         raise invalid(
             f"context {what} id must be percent-encoded UTF-8 "
             "(letters, digits, '-._~' bare; everything else as %XX with uppercase hex)"

@@ -54,15 +54,15 @@ class Edge:
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
         workspace = ""
         try:
-            if match := _METADATA_PATH.match(path):
+            if match := _METADATA_PATH.fullmatch(path):
                 if method not in ("GET", "HEAD"):
                     return empty_response(405, {"allow": "GET"})
                 return self._metadata(event, match["workspace"])
-            if match := _ADMIN_PATH.match(path):
+            if match := _ADMIN_PATH.fullmatch(path):
                 workspace = match["workspace"]
                 deadline = deadline_for(lambda_context)
                 return self.admin.serve(event, workspace, match["rest"] or "/", method, deadline)
-            if match := _MCP_PATH.match(path):
+            if match := _MCP_PATH.fullmatch(path):
                 workspace = match["workspace"]
                 return self.mcp.serve(event, workspace, deadline_for(lambda_context))
             return json_response(404, {"message": "Not Found"})

@@ -127,6 +127,6 @@ class Authenticator:
         method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
         if gate.methods is not None and method not in gate.methods:
             raise EdgeError(405, "method_not_allowed", headers={"allow": ", ".join(gate.methods)})
-        if not SLUG.match(workspace):
+        if not SLUG.fullmatch(workspace):
             raise no_such_workspace()
         return identity

@@ -322,7 +322,7 @@ class Authorization:
                 host=document.host,
                 document=document,
             )
-        client = self.clients.describe(client_id) if _CLIENT_ID.match(client_id) else None
+        client = self.clients.describe(client_id) if _CLIENT_ID.fullmatch(client_id) else None
         if client is None:
             raise _Page(400, "invalid_client: this application is not registered with this server.")
         return client
@@ -349,7 +349,7 @@ class Authorization:
             raise refuse("unsupported_response_type", "response_type must be code")
         if not client.code_flow:
             raise refuse("unauthorized_client", "this client may not use the code grant")
-        if fields.get("code_challenge_method") != "S256" or not _CHALLENGE.match(
+        if fields.get("code_challenge_method") != "S256" or not _CHALLENGE.fullmatch(
             fields.get("code_challenge", "")
         ):
             raise refuse(
@@ -427,7 +427,7 @@ class Authorization:
         return f"{expires}.{_b64(mac)}"
 
     def _token_valid(self, token: str, nonce: str, params: Mapping[str, str]) -> bool:
-        found = _TOKEN.match(token)
+        found = _TOKEN.fullmatch(token)
         if found is None:
             return False
         expires = int(found["expires"])
@@ -538,7 +538,7 @@ def _cookie_nonces(event: Mapping[str, Any]) -> list[str]:
     found = []
     for cookie in event.get("cookies") or []:
         name, _, value = str(cookie).partition("=")
-        if name.strip() == COOKIE and _NONCE.match(value.strip()):
+        if name.strip() == COOKIE and _NONCE.fullmatch(value.strip()):
             found.append(value.strip())
     return found
 

@@ -251,14 +251,14 @@ class Management:
         here (not by the caller), recorded as made by ``created_by`` for it."""
         workspace, name = event.get("workspace"), event.get("name")
         scopes, created_by = event.get("scopes"), event.get("created_by")
-        if not isinstance(workspace, str) or not SLUG.match(workspace):
+        if not isinstance(workspace, str) or not SLUG.fullmatch(workspace):
             raise ValueError("create_agent_client needs the workspace's slug")
-        if not isinstance(name, str) or not _KEY_NAME.match(name):
+        if not isinstance(name, str) or not _KEY_NAME.fullmatch(name):
             raise ValueError("an agent key's name is 1-64 letters, digits, '_', '.', '-'")
         problem = agent_key_scope_problem(scopes)
         if problem is not None:
             raise ValueError(problem)
-        if not isinstance(created_by, str) or not _PRINCIPAL_ID.match(created_by):
+        if not isinstance(created_by, str) or not _PRINCIPAL_ID.fullmatch(created_by):
             raise ValueError("create_agent_client needs the creating admin's principal id")
         assert isinstance(scopes, list)
         client_id, secret = self.cognito.create_key_client(f"{workspace}.{name}", scopes)
@@ -286,7 +286,7 @@ class Management:
         workspace's key, one that is gone) answers ``deleted: false`` and is left
         alone."""
         workspace, client_id = event.get("workspace"), event.get("client_id")
-        if not isinstance(workspace, str) or not SLUG.match(workspace):
+        if not isinstance(workspace, str) or not SLUG.fullmatch(workspace):
             raise ValueError("delete_agent_client needs the workspace's slug")
         if not isinstance(client_id, str) or not client_id:
             raise ValueError("delete_agent_client needs a client_id")

@@ -171,7 +171,7 @@ def is_private_use_redirect(uri: object) -> bool:
     if scheme in NAMED_PRIVATE_SCHEMES:
         return True
     # A reverse domain name has at least two labels: com.example.app, not "example".
-    return bool(_REVERSE_DOMAIN.match(scheme))
+    return bool(_REVERSE_DOMAIN.fullmatch(scheme))
 
 
 def is_https_redirect(uri: object) -> bool:

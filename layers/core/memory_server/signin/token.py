@@ -345,7 +345,7 @@ class TokenEndpoint:
         client_id = fields.get("client_id", "")
         if public and not client_id:
             raise _error(401, "invalid_client", "a public client names itself (client_id)")
-        if _JWT.match(token):
+        if _JWT.fullmatch(token):
             raise _error(
                 400,
                 "unsupported_token_type",
