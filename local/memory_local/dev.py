@@ -43,10 +43,12 @@ import psycopg
 from botocore.exceptions import ClientError
 from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
+from memory_server.data import embeddings as embedding_data
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.embedding import Embedder
+from memory_server.domain.embedding import Embedder, EmbeddingSpaceMismatch, require_space
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S, EMBED_BATCH
+from memory_server.edge.runtime import embedder_from_env
 from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 from memory_server.operations.embeddings import backfill
@@ -215,6 +217,7 @@ class DevStack:
                 "POWERTOOLS_LOG_LEVEL": "WARNING",
             }
         )
+        self._reembed_other_space(owner_url)
         self.app = load_handler_module()
         self.start_publisher()
         # The other functions, built by their own code from the environment the
@@ -308,6 +311,27 @@ class DevStack:
         endpoint_file.chmod(0o600)
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
+
+    def _reembed_other_space(self, owner_url: str) -> None:
+        """Re-embed every record before serving when the stored vectors are of another
+        model or dimension than EMBEDDER's (the handler refuses to start on them:
+        ``runtime.require_embeddings``), as ``memoryctl embeddings backfill`` would."""
+        embedder = embedder_from_env(os.environ)
+        if embedder is None:
+            return
+        with psycopg.connect(owner_url, autocommit=True) as owner:
+            stored = embedding_data.spaces(owner)
+        try:
+            require_space(embedder, stored)
+        except EmbeddingSpaceMismatch as mismatch:
+            shown = ", ".join(f"{m} ({d})" for m, d in mismatch.stored)
+            self._say(f"stored vectors are of {shown}: re-embedding with {embedder.model} first")
+
+            def progress(done: int, total: int | None) -> None:
+                if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
+                    self._say(f"re-embedding records: {done:,} of {total:,}")
+
+            backfill(owner_url, embedder, progress=progress)
 
     def _start_backfill(self, owner_url: str, embedder: Embedder) -> None:
         """Embed, in the background, every record the model has not (a `.dev/` from
