@@ -46,7 +46,7 @@ from memory_server.admin.identity import LambdaDirectory
 from memory_server.data import embeddings as embedding_data
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.embedding import Embedder, EmbeddingSpaceMismatch, require_space
+from memory_server.domain.embedding import EmbeddingSpaceMismatch, require_space
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S, EMBED_BATCH
 from memory_server.edge.runtime import embedder_from_env
 from memory_server.gateway.origins import OriginPolicy
@@ -58,6 +58,7 @@ from memory_server.signin.management import Management, build_management
 
 from . import demo
 from .aws import LocalAws
+from .embedding_worker import EmbeddingWorker
 from .gateway import ApiGateway
 from .lambdas import LocalLambda
 from .postgres import EmbeddedPostgres
@@ -135,6 +136,7 @@ class DevStack:
     authorization: Authorization | None = None
     lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
     publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
+    embedding_worker: EmbeddingWorker | None = None  # the writes' embedding (embedding_worker.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     # How often the registered clients' sweep runs (the template's SweepClients schedule).
@@ -267,7 +269,10 @@ class DevStack:
         with psycopg.connect(owner_url, autocommit=True) as owner:
             self._retire_lost_agent_keys(owner)
         if self.app.service.embedder is not None:
-            self._start_backfill(owner_url, self.app.service.embedder)
+            # The writes' embedding (and the backfill) in a child at the emulation's
+            # priority: the handler's process keeps only the questions' embedding.
+            self.app.service.post_commit.embedder = None
+            self.embedding_worker = EmbeddingWorker(owner_url, AWS_NICENESS, self.quiet)
         self.gateway.handler = self.app.handler
         self.gateway.management = self.management.route
         self.gateway.authorization = self.authorization.route
@@ -332,25 +337,6 @@ class DevStack:
                     self._say(f"re-embedding records: {done:,} of {total:,}")
 
             backfill(owner_url, embedder, progress=progress)
-
-    def _start_backfill(self, owner_url: str, embedder: Embedder) -> None:
-        """Embed, in the background, every record the model has not (a `.dev/` from
-        before hybrid recall, records written while the stack was down or with another
-        model); progress on the console every 1,000 records."""
-
-        def progress(done: int, total: int | None) -> None:
-            if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
-                self._say(f"embedding records: {done:,} of {total:,}")
-
-        def run() -> None:
-            try:
-                stored, left = backfill(owner_url, embedder, progress=progress)
-                if stored or left:
-                    self._say(f"embeddings ready ({stored:,} made now, {left:,} waiting)")
-            except Exception as error:  # the stack stopping under it; the next start resumes
-                self._say(f"embedding backfill stopped: {error}")
-
-        threading.Thread(target=run, name="embedding-backfill", daemon=True).start()
 
     def start_publisher(self) -> ProcessPublisher:
         """Hand the handler's audit publishing to a new child process (the previous
@@ -436,6 +422,8 @@ class DevStack:
             self.gateway.stop()
         if self.publisher is not None:
             self.publisher.close()
+        if self.embedding_worker is not None:
+            self.embedding_worker.close()
         if self.app is not None:
             self.app.service.db.close()
         if self.aws is not None:

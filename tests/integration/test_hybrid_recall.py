@@ -5,11 +5,13 @@ never stale, and words alone (flagged) when the embedder cannot answer."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Sequence
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
+from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
 from memory_server.domain.embedding import (
     EmbedderError,
@@ -274,3 +276,32 @@ def test_vectors_of_another_model_or_dimension_refuse_the_start_naming_the_re_em
         assert data.requeue(conn, hybrid.embedder.model, 384) >= 1
     backfill(cluster.owner_url, hybrid.embedder)
     require_embeddings(hybrid.db, hybrid.embedder)
+
+
+def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_with_stdin(
+    world: World, store: Store, owner: psycopg.Connection, cluster, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("EMBEDDER", f"python:{LocalEmbedder.__module__}:LocalEmbedder")
+    ws = world.workspace()
+    agent = Agent(store, ws.caller(ws.person("alice")))  # a store that embeds nothing itself
+    first = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
+    worker = EmbeddingWorker(cluster.owner_url, quiet=True)
+    try:
+        until = time.monotonic() + 60  # the model loads, then the backfill runs
+        while embedded(owner, first["id"]) is None and time.monotonic() < until:
+            time.sleep(0.05)
+        assert embedded(owner, first["id"]) is not None
+        # Idle now: a new write is found by meaning within a second.
+        later = agent.write(
+            uri="memory://workspace/memories/lunch.md",
+            content="The team orders pizza on Wednesdays.",
+            expected_revision=0,
+        )
+        written = time.monotonic()
+        while embedded(owner, later["id"]) is None and time.monotonic() < written + 5:
+            time.sleep(0.02)
+        assert embedded(owner, later["id"]) is not None
+        assert time.monotonic() - written < 1.0
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0
