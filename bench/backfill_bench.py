@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.backfill_bench", description=__doc__)
     parser.add_argument("--root", type=Path, default=ROOT / ".tmp" / "stack-bench")
+    parser.add_argument("--limit", type=int, default=0, help="memoryctl's --limit (0: all)")
     parser.add_argument("--output", type=Path, default=ROOT / "bench/results/backfill.json")
     args = parser.parse_args(argv)
     creds = json.loads((args.root / "credentials.json").read_text())
@@ -52,7 +53,8 @@ def main(argv: list[str] | None = None) -> None:
         load_before = os.getloadavg()
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "memory_cli", "--json", "embeddings", "backfill"],
+            [sys.executable, "-m", "memory_cli", "--json", "embeddings", "backfill"]
+            + (["--limit", str(args.limit)] if args.limit else []),
             env=env,
             capture_output=True,
             text=True,
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     answer = json.loads(done.stdout)
     report = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "python -m bench.backfill_bench",
+        "command": "python -m bench.backfill_bench"
+        + (f" --limit {args.limit}" if args.limit else ""),
         "records": records,
         "answer": answer,
         "seconds": round(seconds, 1),
