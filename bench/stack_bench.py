@@ -553,6 +553,27 @@ def audit_delay(stack: Stack, since_epoch: float, settle_s: float = 3.0) -> dict
     }
 
 
+def wait_embedded(stack: Stack, timeout_s: float = 900.0) -> dict[str, Any]:
+    """Wait until the embedding queue is empty (hybrid recall on: the stack's embedding
+    worker drains it after the load), so the measurements search every record by
+    meaning as well and no backlog competes with them. What waited and for how long."""
+    query = "SELECT count(*) FROM memory.embedding_queue"
+    started = time.monotonic()
+    with stack.owner() as owner:
+        try:
+            first = int(owner.execute(query).fetchone()[0])  # type: ignore[index]
+        except psycopg.errors.UndefinedTable:
+            return {"queued": None}
+        left = first
+        while left and time.monotonic() - started < timeout_s:
+            time.sleep(0.5)
+            left = int(owner.execute(query).fetchone()[0])  # type: ignore[index]
+    waited = time.monotonic() - started
+    if first:
+        progress(f"embedded {first - left:,} queued records in {waited:.1f}s ({left:,} left)")
+    return {"queued": first, "left": left, "waited_s": round(waited, 1)}
+
+
 def read_targets(stack: Stack, count: int) -> list[str]:
     with stack.owner() as owner:
         rows = owner.execute(
@@ -640,6 +661,7 @@ def main() -> None:
             results["load"][count] = load(
                 stack, count, args.load_clients, args.seed, args.load_window
             )
+            results.setdefault("embedding_wait", {})[count] = wait_embedded(stack)
             targets = read_targets(stack, 200)
             results["measurements"][count] = {}
             for clients in concurrency:

@@ -112,10 +112,12 @@ REVOKE ALL ON FUNCTION embedding_store(uuid[], bytea[], text[], text, integer, u
 GRANT EXECUTE ON FUNCTION embedding_store(uuid[], bytea[], text[], text, integer, uuid[])
     TO memory_runtime;
 
--- The backfill's bookkeeping (owner only): queue every record not embedded by p_model
--- (a new model, or a database upgraded to embeddings), and reset the attempts of
--- records that failed, so they are tried again. Returns what waits now.
-CREATE OR REPLACE FUNCTION embedding_requeue(p_model text) RETURNS bigint
+-- The backfill's bookkeeping (owner only): queue every record not embedded in the
+-- vector space of p_model and p_dimensions (a new model or dimension, or a database
+-- upgraded to embeddings), and reset the attempts of records that failed, so they are
+-- tried again. Returns what waits now.
+DROP FUNCTION IF EXISTS embedding_requeue(text);
+CREATE OR REPLACE FUNCTION embedding_requeue(p_model text, p_dimensions integer) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 DECLARE
@@ -124,7 +126,7 @@ BEGIN
     INSERT INTO embedding_queue (memory_id, queued_at)
     SELECT d.memory_id, d.updated_at FROM search_documents AS d
     LEFT JOIN search_embeddings AS e ON e.memory_id = d.memory_id
-    WHERE e.memory_id IS NULL OR e.model <> p_model
+    WHERE e.memory_id IS NULL OR e.model <> p_model OR e.dimensions <> p_dimensions
     ON CONFLICT (memory_id) DO NOTHING;
     UPDATE embedding_queue SET attempts = 0, claimed_at = NULL
     WHERE attempts > 0 OR claimed_at IS NOT NULL;
@@ -132,7 +134,39 @@ BEGIN
     RETURN waiting;
 END
 $$;
-REVOKE ALL ON FUNCTION embedding_requeue(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION embedding_requeue(text, integer) FROM PUBLIC;
+
+-- The vector spaces stored vectors are in, as (model, dimensions) pairs and nothing
+-- else (no record, no tenant, no count), for the start-up check of
+-- memory_server.edge.runtime.require_embeddings: a service whose embedder makes
+-- vectors of another space refuses to start until they are re-embedded. The models
+-- by a loose index scan over search_embeddings_model (one probe a model); a model's
+-- dimensions from its first vector, and a second dimension of the same model (Titan
+-- with another EMBEDDING_DIMENSIONS) by a search that ends at its first hit.
+CREATE OR REPLACE FUNCTION embedding_spaces()
+RETURNS TABLE (model text, dimensions integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
+AS $$
+    WITH RECURSIVE models (model) AS (
+        (SELECT e.model FROM search_embeddings AS e ORDER BY e.model LIMIT 1)
+        UNION ALL
+        SELECT (SELECT e.model FROM search_embeddings AS e
+                WHERE e.model > m.model ORDER BY e.model LIMIT 1)
+        FROM models AS m WHERE m.model IS NOT NULL
+    ), first AS (
+        SELECT m.model, (SELECT e.dimensions FROM search_embeddings AS e
+                         WHERE e.model = m.model LIMIT 1)::integer AS dimensions
+        FROM models AS m WHERE m.model IS NOT NULL
+    )
+    SELECT f.model, f.dimensions FROM first AS f
+    UNION ALL
+    SELECT f.model, o.dimensions::integer FROM first AS f
+    CROSS JOIN LATERAL (SELECT e.dimensions FROM search_embeddings AS e
+                        WHERE e.model = f.model AND e.dimensions <> f.dimensions
+                        LIMIT 1) AS o
+$$;
+REVOKE ALL ON FUNCTION embedding_spaces() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION embedding_spaces() TO memory_runtime;
 
 -- What the embeddings hold: records, by model and dimensions, and what waits.
 CREATE OR REPLACE FUNCTION embedding_status()
@@ -179,6 +213,7 @@ BEGIN
       AND is_live(d.expires_at)
       AND d.kind = ANY (p_kinds)
       AND e.model = p_model
+      AND e.dimensions = public.vector_dims(q)  -- never a distance across dimensions
     ORDER BY e.embedding OPERATOR(public.<=>) q
     LIMIT least(p_limit, 200);
 END

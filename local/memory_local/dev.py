@@ -43,10 +43,12 @@ import psycopg
 from botocore.exceptions import ClientError
 from memory_server.admin import operators
 from memory_server.admin.identity import LambdaDirectory
+from memory_server.data import embeddings as embedding_data
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
-from memory_server.domain.embedding import Embedder
+from memory_server.domain.embedding import EmbeddingSpaceMismatch, require_space
 from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S, EMBED_BATCH
+from memory_server.edge.runtime import embedder_from_env
 from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 from memory_server.operations.embeddings import backfill
@@ -56,6 +58,7 @@ from memory_server.signin.management import Management, build_management
 
 from . import demo
 from .aws import LocalAws
+from .embedding_worker import EmbeddingWorker
 from .gateway import ApiGateway
 from .lambdas import LocalLambda
 from .postgres import EmbeddedPostgres
@@ -133,6 +136,7 @@ class DevStack:
     authorization: Authorization | None = None
     lambdas: LocalLambda | None = None  # what the MCP function invokes (the management one)
     publisher: ProcessPublisher | None = None  # the handler's audit publishing (publishing.py)
+    embedding_worker: EmbeddingWorker | None = None  # the writes' embedding (embedding_worker.py)
     roles: Provisioned | None = None  # the database's role URLs, once started
     info: dict[str, Any] = field(default_factory=dict)
     # How often the registered clients' sweep runs (the template's SweepClients schedule).
@@ -215,6 +219,7 @@ class DevStack:
                 "POWERTOOLS_LOG_LEVEL": "WARNING",
             }
         )
+        self._reembed_other_space(owner_url)
         self.app = load_handler_module()
         self.start_publisher()
         # The other functions, built by their own code from the environment the
@@ -264,7 +269,10 @@ class DevStack:
         with psycopg.connect(owner_url, autocommit=True) as owner:
             self._retire_lost_agent_keys(owner)
         if self.app.service.embedder is not None:
-            self._start_backfill(owner_url, self.app.service.embedder)
+            # The writes' embedding (and the backfill) in a child at the emulation's
+            # priority: the handler's process keeps only the questions' embedding.
+            self.app.service.post_commit.embedder = None
+            self.embedding_worker = EmbeddingWorker(owner_url, AWS_NICENESS, self.quiet)
         self.gateway.handler = self.app.handler
         self.gateway.management = self.management.route
         self.gateway.authorization = self.authorization.route
@@ -309,24 +317,26 @@ class DevStack:
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
 
-    def _start_backfill(self, owner_url: str, embedder: Embedder) -> None:
-        """Embed, in the background, every record the model has not (a `.dev/` from
-        before hybrid recall, records written while the stack was down or with another
-        model); progress on the console every 1,000 records."""
+    def _reembed_other_space(self, owner_url: str) -> None:
+        """Re-embed every record before serving when the stored vectors are of another
+        model or dimension than EMBEDDER's (the handler refuses to start on them:
+        ``runtime.require_embeddings``), as ``memoryctl embeddings backfill`` would."""
+        embedder = embedder_from_env(os.environ)
+        if embedder is None:
+            return
+        with psycopg.connect(owner_url, autocommit=True) as owner:
+            stored = embedding_data.spaces(owner)
+        try:
+            require_space(embedder, stored)
+        except EmbeddingSpaceMismatch as mismatch:
+            shown = ", ".join(f"{m} ({d})" for m, d in mismatch.stored)
+            self._say(f"stored vectors are of {shown}: re-embedding with {embedder.model} first")
 
-        def progress(done: int, total: int | None) -> None:
-            if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
-                self._say(f"embedding records: {done:,} of {total:,}")
+            def progress(done: int, total: int | None) -> None:
+                if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
+                    self._say(f"re-embedding records: {done:,} of {total:,}")
 
-        def run() -> None:
-            try:
-                stored, left = backfill(owner_url, embedder, progress=progress)
-                if stored or left:
-                    self._say(f"embeddings ready ({stored:,} made now, {left:,} waiting)")
-            except Exception as error:  # the stack stopping under it; the next start resumes
-                self._say(f"embedding backfill stopped: {error}")
-
-        threading.Thread(target=run, name="embedding-backfill", daemon=True).start()
+            backfill(owner_url, embedder, progress=progress)
 
     def start_publisher(self) -> ProcessPublisher:
         """Hand the handler's audit publishing to a new child process (the previous
@@ -412,6 +422,8 @@ class DevStack:
             self.gateway.stop()
         if self.publisher is not None:
             self.publisher.close()
+        if self.embedding_worker is not None:
+            self.embedding_worker.close()
         if self.app is not None:
             self.app.service.db.close()
         if self.aws is not None:

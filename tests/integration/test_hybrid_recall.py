@@ -5,13 +5,20 @@ never stale, and words alone (flagged) when the embedder cannot answer."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Sequence
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
+from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
-from memory_server.domain.embedding import EmbeddingUnavailable
+from memory_server.domain.embedding import (
+    EmbedderError,
+    EmbeddingSpaceMismatch,
+    EmbeddingUnavailable,
+)
+from memory_server.edge.runtime import build_service, require_embeddings
 from memory_server.operations.embeddings import EmbedJob, backfill
 from memory_server.operations.store import Store
 
@@ -185,6 +192,116 @@ def test_backfill_embeds_everything_with_progress_and_a_new_model_starts_over(
     assert all(embedded(owner, i) for i in ids)
     # Another model: every record is queued again, and none compared across models.
     with psycopg.connect(cluster.owner_url, autocommit=True) as conn:
-        assert data.requeue(conn, "another-model@0") >= 40
+        assert data.requeue(conn, "another-model@0", 384) >= 40
     stored, left = backfill(cluster.owner_url, hybrid.embedder)  # back to this model
     assert stored >= 40 and left == 0
+
+
+class Resized:
+    """The same model configured with another dimension (Titan's EMBEDDING_DIMENSIONS
+    changed): another vector space under the same model id."""
+
+    def __init__(self, real: LocalEmbedder, dimensions: int) -> None:
+        self.model, self.dimensions, self._real = real.model, dimensions, real
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [v + [0.0] * (self.dimensions - len(v)) for v in self._real.embed(texts)]
+
+
+def corrupt_model() -> LocalEmbedder:
+    """EMBEDDER's factory for a model file whose checksum is not the pinned one."""
+    return LocalEmbedder(model_sha256="0" * 64)
+
+
+def service_env(cluster, embedder: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {
+        "DATABASE_URL": cluster.runtime_url,
+        "CURSOR_SECRET": secrets.token_urlsafe(32),
+        "EMBEDDER": embedder,
+    }
+
+
+def test_a_corrupt_model_file_stops_the_service_at_start(cluster) -> None:  # type: ignore[no-untyped-def]
+    spec = f"python:{__name__}:corrupt_model"
+    with pytest.raises(EmbedderError, match=r"SHA-256 .* expected"):
+        build_service(service_env(cluster, spec))
+
+
+def test_vectors_of_another_model_or_dimension_refuse_the_start_naming_the_re_embed(
+    world: World, hybrid: Store, owner: psycopg.Connection, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    agent = Agent(hybrid, ws.caller(ws.person("alice")))
+    made = agent.write(
+        uri=DEPLOYS,
+        content="Production releases go out Tuesday to Thursday; never ship on a Friday.",
+        expected_revision=0,
+    )
+    backfill(cluster.owner_url, hybrid.embedder)
+    assert hybrid.embedder is not None
+    require_embeddings(hybrid.db, hybrid.embedder)  # one space, the configured one
+    local = f"python:{LocalEmbedder.__module__}:LocalEmbedder"
+    build_service(service_env(cluster, local)).db.close()
+
+    # A model change: the stored vector is now another model's.
+    owner.execute(
+        "UPDATE memory.search_embeddings SET model = 'older-model@1' WHERE memory_id = %s",
+        (made["id"],),
+    )
+    with pytest.raises(EmbeddingSpaceMismatch) as refused:
+        require_embeddings(hybrid.db, hybrid.embedder)
+    message = str(refused.value)
+    assert "older-model@1 (384 dimensions)" in message
+    assert "`memoryctl embeddings backfill`" in message
+    with pytest.raises(EmbeddingSpaceMismatch, match="memoryctl embeddings backfill"):
+        build_service(service_env(cluster, local))  # the service itself, at start
+    # Until then no search compares across spaces: the other model's vector is not read.
+    question = "which weekday is forbidden for putting code live?"
+    assert DEPLOYS not in [h["uri"] for h in agent.search(query=question)["hits"]]
+
+    # The re-embed the message names puts every record in the configured space.
+    stored, left = backfill(cluster.owner_url, hybrid.embedder)
+    assert stored >= 1 and left == 0
+    require_embeddings(hybrid.db, hybrid.embedder)
+    assert embedded(owner, made["id"]) == (hybrid.embedder.model, 384)
+    assert agent.search(query=question)["hits"][0]["uri"] == DEPLOYS
+
+    # A dimension change under the same model id is another space too, and the
+    # backfill for it re-embeds every record (not only those of another model).
+    resized = Resized(hybrid.embedder, 512)  # type: ignore[arg-type]
+    with pytest.raises(EmbeddingSpaceMismatch, match="384 dimensions"):
+        require_embeddings(hybrid.db, resized)  # type: ignore[arg-type]
+    with psycopg.connect(cluster.owner_url, autocommit=True) as conn:
+        assert data.requeue(conn, resized.model, 512) >= 1
+        assert data.requeue(conn, hybrid.embedder.model, 384) >= 1
+    backfill(cluster.owner_url, hybrid.embedder)
+    require_embeddings(hybrid.db, hybrid.embedder)
+
+
+def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_with_stdin(
+    world: World, store: Store, owner: psycopg.Connection, cluster, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("EMBEDDER", f"python:{LocalEmbedder.__module__}:LocalEmbedder")
+    ws = world.workspace()
+    agent = Agent(store, ws.caller(ws.person("alice")))  # a store that embeds nothing itself
+    first = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
+    worker = EmbeddingWorker(cluster.owner_url, quiet=True)
+    try:
+        until = time.monotonic() + 60  # the model loads, then the backfill runs
+        while embedded(owner, first["id"]) is None and time.monotonic() < until:
+            time.sleep(0.05)
+        assert embedded(owner, first["id"]) is not None
+        # Idle now: a new write is found by meaning within a second.
+        later = agent.write(
+            uri="memory://workspace/memories/lunch.md",
+            content="The team orders pizza on Wednesdays.",
+            expected_revision=0,
+        )
+        written = time.monotonic()
+        while embedded(owner, later["id"]) is None and time.monotonic() < written + 5:
+            time.sleep(0.02)
+        assert embedded(owner, later["id"]) is not None
+        assert time.monotonic() - written < 1.0
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0

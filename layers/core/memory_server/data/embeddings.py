@@ -73,10 +73,17 @@ def store(
     return int(row["stored"]) if row else 0
 
 
-def requeue(owner: psycopg.Connection[Any], model: str) -> int:
-    """Queue every record ``model`` has not embedded; returns how many wait now."""
-    row = statements.one(owner, "embedding_requeue", {"model": model})
+def requeue(owner: psycopg.Connection[Any], model: str, dimensions: int) -> int:
+    """Queue every record not embedded in the space of ``model`` and ``dimensions``;
+    returns how many wait now."""
+    row = statements.one(owner, "embedding_requeue", {"model": model, "dimensions": dimensions})
     return int(row["waiting"]) if row else 0
+
+
+def spaces(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
+    """The (model, dimensions) pairs of the stored vectors."""
+    found = statements.rows(conn, "embedding_spaces")
+    return [(str(r["model"]), int(r["dimensions"])) for r in found]
 
 
 def status(owner: psycopg.Connection[Any]) -> Status:

@@ -292,6 +292,14 @@ class Database:
                 return None
         return None if row is None else cast(int | None, row["version"])
 
+    def embedding_spaces(self) -> list[tuple[str, int]]:
+        """The (model, dimensions) pairs the stored vectors are in
+        (``memory.embedding_spaces()``). Outside any request: asked once, at start."""
+        from memory_server.data import embeddings  # it imports this module
+
+        with self._checked_out(DB_POOL_TIMEOUT_S) as conn:
+            return embeddings.spaces(conn)
+
     @contextmanager
     def unscoped(self, deadline: Deadline, *, read_only: bool = True) -> Iterator[Transaction]:
         """A transaction before any caller exists (resolving the caller; an invitee

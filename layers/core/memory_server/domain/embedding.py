@@ -8,8 +8,10 @@ only.
 Errors split by when they can happen and what the caller does:
 
 - :class:`EmbedderError` is raised when an adapter is built (the model file is missing
-  or corrupt, a dimension the model does not offer): the process refuses to start,
-  instead of failing at its first search;
+  or corrupt, a dimension the model does not offer), and its subclass
+  :class:`EmbeddingSpaceMismatch` at start when the stored vectors are of another
+  model or dimension: the process refuses to start, instead of failing (or ranking
+  vectors of two spaces) at its first search;
 - :class:`EmbeddingUnavailable` is raised by ``embed`` when the service cannot answer
   now (throttled, denied, timed out, down, or it refused this text): search falls back
   to words alone and says so, a writer leaves the record for a later pass.
@@ -36,6 +38,33 @@ _WORD_BACKTRACK = 32
 
 class EmbedderError(Exception):
     """The embedder cannot be built: raised at construction, so at start."""
+
+
+class EmbeddingSpaceMismatch(EmbedderError):
+    """Stored vectors are of another model or dimension than the configured embedder's:
+    raised at start, so that a search never ranks vectors of two spaces together."""
+
+    def __init__(self, configured: tuple[str, int], stored: list[tuple[str, int]]) -> None:
+        others = ", ".join(f"{m} ({d} dimensions)" for m, d in stored)
+        super().__init__(
+            f"the database holds vectors of {others}; the configured embedder makes "
+            f"{configured[0]} ({configured[1]} dimensions), and vectors of two spaces are "
+            "never compared. Re-embed every record first: `memoryctl embeddings backfill` "
+            "with this EMBEDDER (deployed: the migrations function's `embed` task; "
+            "`make dev` does it at start), or set EMBEDDER back to the stored model"
+        )
+        self.configured = configured
+        self.stored = stored
+
+
+def require_space(embedder: Embedder, stored: list[tuple[str, int]]) -> None:
+    """:class:`EmbeddingSpaceMismatch` unless every stored vector is in
+    ``embedder``'s space (none stored is fine: a new database, or one upgraded before
+    its backfill, whose records are found by words until embedded)."""
+    configured = (embedder.model, embedder.dimensions)
+    others = [space for space in stored if space != configured]
+    if others:
+        raise EmbeddingSpaceMismatch(configured, others)
 
 
 class EmbeddingUnavailable(Exception):

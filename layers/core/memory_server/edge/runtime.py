@@ -11,7 +11,7 @@ import psycopg
 
 from memory_server.data import migrate
 from memory_server.data.pool import Database
-from memory_server.domain.embedding import Embedder, EmbedderError
+from memory_server.domain.embedding import Embedder, EmbedderError, require_space
 from memory_server.edge import aws_config
 from memory_server.edge.service import McpService, Settings
 from memory_server.operations import after_response
@@ -67,6 +67,21 @@ def require_schema(db: Database) -> None:
     migrate.require_version(found)
 
 
+def require_embeddings(db: Database, embedder: Embedder | None) -> None:
+    """Refuse to start (``EmbeddingSpaceMismatch``, naming the re-embed command) when
+    the stored vectors are of another model or dimension than ``embedder``'s. Without
+    an embedder search uses words alone and stored vectors are not read. An
+    unreachable database is not refused (as in :func:`require_schema`)."""
+    if embedder is None:
+        return
+    try:
+        stored = db.embedding_spaces()
+    except psycopg.OperationalError as error:
+        logger.warning("embedding spaces not checked: the database is unreachable (%s)", error)
+        return
+    require_space(embedder, stored)
+
+
 def embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
     """The embedder ``EMBEDDER`` names, built now, so that a missing or corrupt model
     stops the start (``EmbedderError``) rather than the first search."""
@@ -106,6 +121,8 @@ def build_service(
     # In Lambda an internal extension publishes after the response (it must register
     # now, during init); elsewhere a worker thread does.
     later = after_response.for_environment(env.get("AWS_LAMBDA_RUNTIME_API"))
+    embedder = embedder_from_env(env)
+    require_embeddings(db, embedder)
     return McpService(
         settings,
         db,
@@ -113,5 +130,5 @@ def build_service(
         dynamodb_client,
         observer,
         after_response=later,
-        embedder=embedder_from_env(env),
+        embedder=embedder,
     )

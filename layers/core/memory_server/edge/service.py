@@ -84,6 +84,9 @@ class McpService:
     after_response: AfterResponse = field(default_factory=AfterResponse)
     embedder: Embedder | None = None  # hybrid recall when set (runtime.embedder_from_env)
     edge: Edge = field(init=False)
+    # The post-commit hook (audit publishing, embedding); make dev moves its embedding
+    # to a process of its own (memory_local.embedding_worker).
+    post_commit: audit.Publisher = field(init=False)
 
     def __post_init__(self) -> None:
         self.store = Store(self.db, self.settings.cursor_secret, embedder=self.embedder)
@@ -93,6 +96,7 @@ class McpService:
             else None
         )
         publisher = audit.Publisher(self.db, sink, self.after_response, self.embedder)
+        self.post_commit = publisher
         origins = OriginPolicy(
             self.settings.allowed_origins,
             self.settings.allowed_hosts,

@@ -100,10 +100,11 @@ def backfill(
     limit: int | None = None,
 ) -> tuple[int, int]:
     """Embed every record ``embedder``'s model has not (new records, records written
-    while the embedder was down, a database upgraded to embeddings, a new model), as
+    while the embedder was down, a database upgraded to embeddings, a new model or
+    dimension: its vectors replace the other space's), as
     the owner role, a batch per transaction. Returns (stored, still queued)."""
     with psycopg.connect(owner_url, autocommit=True) as owner:
-        total = data.requeue(owner, embedder.model)
+        total = data.requeue(owner, embedder.model, embedder.dimensions)
         done = 0
         if progress:
             progress(0, total)

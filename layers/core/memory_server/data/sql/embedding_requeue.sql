@@ -1,2 +1,2 @@
--- Queue every record not embedded by the model (the backfill's first step).
-SELECT memory.embedding_requeue(%(model)s) AS waiting
+-- Queue every record not embedded in the model's vector space (the backfill's first step).
+SELECT memory.embedding_requeue(%(model)s, %(dimensions)s) AS waiting

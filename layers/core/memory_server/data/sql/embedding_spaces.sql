@@ -1,0 +1,2 @@
+-- The (model, dimensions) pairs of the stored vectors (the start-up check).
+SELECT model, dimensions FROM memory.embedding_spaces()

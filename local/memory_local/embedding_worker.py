@@ -1,0 +1,106 @@
+"""``make dev``'s embedding, in a process of its own at a lower priority.
+
+Deployed, each invocation embeds what it changed after its response, while its
+execution environment serves nothing else. ``make dev`` serves every request from
+one interpreter: a model run there (6-50 ms of CPU a batch) holds the interpreter
+lock and one of the two cores while the next requests wait, and it was most of a
+write's and a search's p95 over HTTP (docs/performance.md, "Hybrid recall").
+
+:class:`EmbeddingWorker` starts this module as a child: it backfills first (every
+record not in the model's space, with progress on the console), then embeds the
+queue as the owner role whenever it holds records, checking it every
+``POLL_S`` (so a record is found by meaning well within a second of its write),
+batches of ``EMBED_BATCH``. The handler then only embeds questions. The child ends
+when its standard input closes, so a ``make dev`` that dies leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import memory_server
+import psycopg
+from memory_server.domain.limits import EMBED_BATCH
+from memory_server.edge.runtime import embedder_from_env
+from memory_server.operations.embeddings import backfill, embed_queued
+
+# How often an idle worker looks at the queue: well under the second the issue allows
+# between a write and its vector, and a cheap indexed query when nothing waits.
+POLL_S = 0.1
+
+
+class EmbeddingWorker:
+    """The child process; ``close`` ends it."""
+
+    def __init__(self, owner_url: str, niceness: int = 0, quiet: bool = False) -> None:
+        roots = [Path(memory_server.__file__).parents[1], Path(__file__).parents[1]]
+        path = os.pathsep.join(filter(None, [*map(str, roots), os.environ.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memory_local.embedding_worker", str(niceness)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL if quiet else None,
+            env={**os.environ, "PYTHONPATH": path, "EMBEDDING_OWNER_URL": owner_url},
+        )
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # this child, by its PID
+            self.process.wait()
+
+
+def _say(message: str) -> None:
+    print(f"[dev] {message}", flush=True)
+
+
+def serve(niceness: int) -> None:
+    if niceness > 0:
+        os.nice(niceness)
+    embedder = embedder_from_env(os.environ)
+    if embedder is None:
+        return
+    owner_url = os.environ["EMBEDDING_OWNER_URL"]
+
+    def progress(done: int, total: int | None) -> None:
+        if total and total > EMBED_BATCH and (done == total or done % 1000 < EMBED_BATCH):
+            _say(f"embedding records: {done:,} of {total:,}")
+
+    try:
+        stored, left = backfill(owner_url, embedder, progress=progress)
+        if stored > EMBED_BATCH or left:
+            _say(f"embeddings ready ({stored:,} made now, {left:,} waiting)")
+    except psycopg.Error as error:  # the stack stopping under it; the next start resumes
+        _say(f"embedding backfill stopped: {error}")
+        return
+    with psycopg.connect(owner_url, autocommit=True) as owner:
+
+        @contextmanager
+        def session() -> Iterator[psycopg.Connection[Any]]:
+            with owner.transaction():
+                yield owner
+
+        while True:
+            try:
+                claimed, stored = embed_queued(session, embedder)
+            except psycopg.Error:
+                return  # the database went away: make dev is stopping
+            if claimed and stored:
+                continue  # more may wait: no pause while the queue drains
+            # Idle (or the model refused the batch): wait, and end when stdin closes.
+            ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
+            if ready and not os.read(sys.stdin.fileno(), 1):
+                return
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
