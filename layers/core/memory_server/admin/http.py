@@ -267,7 +267,8 @@ class AdminApi:
         self, event: Mapping[str, Any], workspace: str, rest: str, method: str, deadline: Deadline
     ) -> dict[str, Any]:
         for route in ROUTES:
-            if route.invitee and route.method == method and (found := route.pattern.fullmatch(rest)):
+            found = route.pattern.fullmatch(rest) if route.invitee else None
+            if found and route.method == method:
                 return self._accept(event, workspace, route, found.groupdict(), deadline)
         caller = self.auth.authenticate(event, workspace, ADMIN_GATE, deadline)
         if "admin" not in caller.grants:
