@@ -30,6 +30,7 @@ from memory_server.domain.contexts import parse_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import ContextUnavailable, ToolError
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.operations import embeddings
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
@@ -83,7 +84,28 @@ DATA_TABLES = {
     "idempotency_keys": "workspace_id, principal_id, context_key, target, idempotency_key",
     "audit_outbox": "id",
     "invitations": "id",
+    "search_embeddings": "memory_id",
+    "embedding_queue": "memory_id",
 }
+# Vectors the previous release stored (from a stand-in model: the upgrade must keep
+# them as they are, whatever model made them), for this many records; the rest stay
+# queued, as on a stack whose embedder was off or behind.
+EMBEDDED = 40
+
+
+class HashEmbedder:
+    """A deterministic stand-in for a model: 8 dimensions from the text's digest."""
+
+    model = "upgrade-test-hash"
+    dimensions = 8
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            raw = [b - 127.5 for b in hashlib.sha256(text.encode()).digest()[:8]]
+            norm = sum(x * x for x in raw) ** 0.5
+            vectors.append([x / norm for x in raw])
+        return vectors
 
 
 def subject(handle: str) -> str:
@@ -243,6 +265,7 @@ def fill(admin_url: str, database: str, passwords: Passwords) -> dict[str, str]:
         expected_revision=0,
     )
     tools.db.close()
+    embeddings.backfill(owner_url, HashEmbedder(), batch=8, limit=EMBEDDED)
     return {"owner_url": owner_url, "runtime_url": runtime_url}
 
 

@@ -25,13 +25,14 @@ from memory_server.data.migrate import SCHEMA_VERSION, drop_database
 from memory_server.data.pool import Database
 from memory_server.data.provision import Passwords, provision
 
-from tests.upgrade.release_data import DUPLICATE_HANDLES
+from tests.upgrade.release_data import DUPLICATE_HANDLES, EMBEDDED, HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("release_data.py")
-# The release before this one: the last commit of the round that added migration 0004.
-PREVIOUS_RELEASE = "9af3c92725b92e9412ebc3a04a46d8dd6607af26"
-PREVIOUS_SCHEMA_VERSION = 4
+# The release before this one: the last main that landed, with migration 0005 (the
+# vectors of hybrid recall) and the schema version check.
+PREVIOUS_RELEASE = "448173ad5d1993d420e74ae3d2f9952ab81075da"
+PREVIOUS_SCHEMA_VERSION = 5
 
 pytestmark = pytest.mark.slow
 
@@ -117,10 +118,12 @@ def test_released_migrations_never_change(upgraded: Any) -> None:
 
 
 def test_the_upgrade_moves_the_schema_to_this_releases_version(upgraded: Any) -> None:
-    # The previous release had no schema version function; the upgrade applied every
-    # migration after its newest and the current-state files again.
-    assert upgraded["versions"] == (None, SCHEMA_VERSION)
-    newer = [n for n in upgraded["applied"] if n[:4].isdigit() and int(n[:4]) > 4]
+    # The previous release reported its own version; the upgrade applied every migration
+    # after its newest and the current-state files again.
+    assert upgraded["versions"] == (PREVIOUS_SCHEMA_VERSION, SCHEMA_VERSION)
+    newer = [
+        n for n in upgraded["applied"] if n[:4].isdigit() and int(n[:4]) > PREVIOUS_SCHEMA_VERSION
+    ]
     assert len(newer) == SCHEMA_VERSION - PREVIOUS_SCHEMA_VERSION
     assert any(name.endswith("_schema_version.sql") for name in upgraded["applied"])
 
@@ -133,6 +136,10 @@ def test_the_previous_release_filled_what_the_test_needs(upgraded: Any) -> None:
     assert len(rows["idempotency_keys"]) >= 4
     assert {r["kind"] for r in rows["principals"]} == {"person", "service"}
     assert any(r["pinned"] for r in rows["memories"])
+    # Vectors of the previous release's model, and records still queued for one.
+    assert len(rows["search_embeddings"]) == EMBEDDED
+    assert {r["model"] for r in rows["search_embeddings"]} == {HashEmbedder.model}
+    assert len(rows["embedding_queue"]) > 0
     assert any(r["expires_at"] for r in rows["memories"])
     assert {"create", "replace", "merge", "move", "delete"} <= {
         r["operation"] for r in rows["revisions"]
