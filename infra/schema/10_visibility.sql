@@ -21,26 +21,32 @@ CREATE OR REPLACE FUNCTION setting_array(name text) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN NULLIF(current_setting(name, true), '')::text[];
 
+-- Whose records may the current request see? The workspace's (the nil owner), and its
+-- own where it has a personal namespace. The owner rule of can_see and can_write (a
+-- write needs the grant of the owner's kind besides) and of the owners a search reads
+-- (search_owners, 60_search.sql).
+CREATE OR REPLACE FUNCTION sees_owner(owner uuid) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN owner = '00000000-0000-0000-0000-000000000000'
+    OR (owner = setting_uuid('app.principal_id')
+        AND current_setting('app.personal', true) = 'on');
+
 -- May the current request see a record with these coordinates?
 CREATE OR REPLACE FUNCTION can_see(ws uuid, owner uuid, ctx text) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN ws = setting_uuid('app.workspace_id')
    AND ctx = ANY (setting_array('app.contexts'))
    AND 'read' = ANY (setting_array('app.grants'))
-   AND (owner = '00000000-0000-0000-0000-000000000000'
-        OR (owner = setting_uuid('app.principal_id')
-            AND current_setting('app.personal', true) = 'on'));
+   AND sees_owner(owner);
 
 -- May the current request create or change a record with these coordinates?
 CREATE OR REPLACE FUNCTION can_write(ws uuid, owner uuid, ctx text) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN ws = setting_uuid('app.workspace_id')
    AND ctx = ANY (setting_array('app.contexts'))
-   AND ((owner = '00000000-0000-0000-0000-000000000000'
-         AND 'write:shared' = ANY (setting_array('app.grants')))
-        OR (owner = setting_uuid('app.principal_id')
-            AND current_setting('app.personal', true) = 'on'
-            AND 'write:personal' = ANY (setting_array('app.grants'))));
+   AND sees_owner(owner)
+   AND CASE WHEN owner = '00000000-0000-0000-0000-000000000000' THEN 'write:shared'
+            ELSE 'write:personal' END = ANY (setting_array('app.grants'));
 
 CREATE OR REPLACE FUNCTION can_delete(ws uuid, owner uuid, ctx text) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE

@@ -71,9 +71,9 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION check_member_principal() FROM PUBLIC;
-DROP TRIGGER IF EXISTS memberships_principal ON memberships;
-CREATE TRIGGER memberships_principal BEFORE INSERT OR UPDATE OF workspace_id, principal_id
-    ON memberships FOR EACH ROW EXECUTE FUNCTION check_member_principal();
+CREATE OR REPLACE TRIGGER memberships_principal
+    BEFORE INSERT OR UPDATE OF workspace_id, principal_id ON memberships
+    FOR EACH ROW EXECUTE FUNCTION check_member_principal();
 
 -- Changes re-check membership under a lock erasure also takes. Every change
 -- transaction first calls lock_membership(): its membership row, read afresh and

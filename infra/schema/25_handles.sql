@@ -64,8 +64,7 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION membership_handle_key() FROM PUBLIC;
-DROP TRIGGER IF EXISTS memberships_handle_key ON memberships;
-CREATE TRIGGER memberships_handle_key
+CREATE OR REPLACE TRIGGER memberships_handle_key
     BEFORE INSERT OR UPDATE OF workspace_id, principal_id, handle_key, handle_conflict
     ON memberships FOR EACH ROW EXECUTE FUNCTION membership_handle_key();
 
@@ -89,8 +88,7 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION principal_renamed() FROM PUBLIC;
-DROP TRIGGER IF EXISTS principals_renamed ON principals;
-CREATE TRIGGER principals_renamed AFTER UPDATE OF handle ON principals
+CREATE OR REPLACE TRIGGER principals_renamed AFTER UPDATE OF handle ON principals
     FOR EACH ROW WHEN (OLD.handle IS DISTINCT FROM NEW.handle)
     EXECUTE FUNCTION principal_renamed();
 

@@ -31,6 +31,14 @@ $$;
 REVOKE ALL ON FUNCTION audit_discloses(uuid, uuid, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION audit_discloses(uuid, uuid, text) TO memory_runtime;
 
+-- The address an outbox row names a record by: p_uri where audit_discloses allowed it,
+-- else the record's id.
+CREATE OR REPLACE FUNCTION audit_uri(discloses boolean, p_id uuid, p_uri text) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN CASE WHEN discloses THEN p_uri ELSE 'memory://record/' || p_id::text END;
+REVOKE ALL ON FUNCTION audit_uri(boolean, uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION audit_uri(boolean, uuid, text) TO memory_runtime;
+
 CREATE OR REPLACE FUNCTION audit_claim_unpublished(p_limit integer, p_min_age interval)
 RETURNS TABLE (id bigint, workspace text, memory_id uuid, uri text, operation text,
                revision integer, writer_id uuid, source text, request_id text,

@@ -33,10 +33,9 @@ BEGIN
             rec.kind, rec.path, rec.title, rec.body, rec.updated_by, rec.source, p_request_id);
     INSERT INTO audit_outbox
         (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
-    VALUES (rec.workspace_id, rec.id,
-            CASE WHEN discloses THEN p_uri ELSE 'memory://record/' || rec.id::text END,
-            p_operation, rec.revision, rec.updated_by,
-            CASE WHEN discloses THEN rec.source END, p_request_id);
+    VALUES (rec.workspace_id, rec.id, audit_uri(discloses, rec.id, p_uri), p_operation,
+            rec.revision, rec.updated_by, CASE WHEN discloses THEN rec.source END,
+            p_request_id);
 END
 $$;
 REVOKE ALL ON FUNCTION record_change(memories, text, text, text) FROM PUBLIC;
@@ -254,8 +253,8 @@ BEGIN
     INSERT INTO audit_outbox
         (workspace_id, memory_id, uri, operation, revision, writer_id, source, request_id)
     VALUES (gone.workspace_id, gone.id,
-            CASE WHEN audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key)
-                 THEN p_uri ELSE 'memory://record/' || gone.id::text END,
+            audit_uri(audit_discloses(gone.workspace_id, gone.owner_id, gone.context_key),
+                      gone.id, p_uri),
             p_operation, gone.revision + 1, p_writer_id, NULL, p_request_id);
     RETURN purged;
 END
@@ -299,13 +298,12 @@ REVOKE ALL ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, 
 GRANT EXECUTE ON FUNCTION delete_record(uuid, integer, uuid, uuid[], text[], uuid, text, text)
     TO memory_runtime;
 
--- The address of an expired record as the audit trail names it: a shared record by
--- its workspace path (audit_discloses still decides), a personal one by id.
+-- The address of an expired record for the audit trail: its workspace path, which
+-- purge_record replaces by its id wherever audit_discloses does not allow it (a
+-- personal record, a private context).
 CREATE OR REPLACE FUNCTION expired_uri(gone memories) RETURNS text
 LANGUAGE sql IMMUTABLE
-RETURN CASE WHEN gone.owner_id = '00000000-0000-0000-0000-000000000000'
-            THEN 'memory://workspace/' || gone.kind || '/' || gone.path
-            ELSE 'memory://record/' || gone.id::text END;
+RETURN 'memory://workspace/' || gone.kind || '/' || gone.path;
 
 -- The sweeper's purge: up to p_limit expired records, oldest expiry first, each
 -- purged like a delete with operation 'expire' (a record locked by a change in
@@ -401,12 +399,8 @@ BEGIN
         FROM address_record(p_workspace_id, p_owner_id, p_kind, p_path, p_contexts) AS a;
     ELSE
         SELECT m.id, m.revision, m.context_key INTO found_id, found_revision, found_context
-        FROM memories AS m
-        WHERE m.id = p_id
-          AND m.workspace_id = p_workspace_id
-          AND m.owner_id = p_owner_id
-          AND m.context_key = ANY (p_contexts)
-          AND is_live(m.expires_at);
+        FROM records_in_view(p_workspace_id, ARRAY[p_owner_id], p_contexts) AS m
+        WHERE m.id = p_id;
     END IF;
     IF NOT FOUND THEN
         RETURN;

@@ -175,8 +175,8 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION sync_search_document() FROM PUBLIC;
-DROP TRIGGER IF EXISTS memories_search_document ON memories;
-CREATE TRIGGER memories_search_document AFTER INSERT OR UPDATE OR DELETE ON memories
+CREATE OR REPLACE TRIGGER memories_search_document
+    AFTER INSERT OR UPDATE OR DELETE ON memories
     FOR EACH ROW EXECUTE FUNCTION sync_search_document();
 
 -- The changes of one statement on memories, summed per key (a row of search_statistics
@@ -269,16 +269,13 @@ $$;
 REVOKE ALL ON FUNCTION search_statistics_changed() FROM PUBLIC;
 
 -- The statement triggers: one statement's changes are counted once, together.
-DROP TRIGGER IF EXISTS memories_search_statistics_added ON memories;
-CREATE TRIGGER memories_search_statistics_added AFTER INSERT ON memories
+CREATE OR REPLACE TRIGGER memories_search_statistics_added AFTER INSERT ON memories
     REFERENCING NEW TABLE AS records
     FOR EACH STATEMENT EXECUTE FUNCTION search_statistics_counted();
-DROP TRIGGER IF EXISTS memories_search_statistics_changed ON memories;
-CREATE TRIGGER memories_search_statistics_changed AFTER UPDATE ON memories
+CREATE OR REPLACE TRIGGER memories_search_statistics_changed AFTER UPDATE ON memories
     REFERENCING OLD TABLE AS before NEW TABLE AS after
     FOR EACH STATEMENT EXECUTE FUNCTION search_statistics_changed();
-DROP TRIGGER IF EXISTS memories_search_statistics_removed ON memories;
-CREATE TRIGGER memories_search_statistics_removed AFTER DELETE ON memories
+CREATE OR REPLACE TRIGGER memories_search_statistics_removed AFTER DELETE ON memories
     REFERENCING OLD TABLE AS records
     FOR EACH STATEMENT EXECUTE FUNCTION search_statistics_counted();
 

@@ -243,14 +243,11 @@ REVOKE ALL ON FUNCTION search_fetch(tsquery, tsquery, tsquery, uuid, uuid[], tex
 -- record-unit pairs; the result is then the best of those. Every fetch checks
 -- workspace, owner and context on the row against the view in the request settings,
 -- as well as through the cells.
--- Of p_owners, those the caller may search: the workspace's records, and its own when
--- it has a personal namespace (can_see's owner rule). Both sides of a search use it.
+-- Of p_owners, those the caller may search (sees_owner, can_see's owner rule). Both
+-- sides of a search use it.
 CREATE OR REPLACE FUNCTION search_owners(p_owners uuid[]) RETURNS uuid[]
 LANGUAGE sql STABLE PARALLEL SAFE
-RETURN ARRAY(SELECT DISTINCT o FROM unnest(p_owners) AS o
-             WHERE o = '00000000-0000-0000-0000-000000000000'
-                OR (o = setting_uuid('app.principal_id')
-                    AND coalesce(current_setting('app.personal', true) = 'on', false)));
+RETURN ARRAY(SELECT DISTINCT o FROM unnest(p_owners) AS o WHERE sees_owner(o));
 
 CREATE OR REPLACE FUNCTION search_candidates(p_words text, p_phrases text[],
                                              p_excluded text[], p_owners uuid[], p_kinds text[],

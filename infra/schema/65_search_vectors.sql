@@ -25,11 +25,10 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION queue_embedding() FROM PUBLIC;
-DROP TRIGGER IF EXISTS search_documents_queue_embedding ON search_documents;
-CREATE TRIGGER search_documents_queue_embedding AFTER INSERT ON search_documents
+CREATE OR REPLACE TRIGGER search_documents_queue_embedding AFTER INSERT ON search_documents
     FOR EACH ROW EXECUTE FUNCTION queue_embedding();
-DROP TRIGGER IF EXISTS search_documents_requeue_embedding ON search_documents;
-CREATE TRIGGER search_documents_requeue_embedding AFTER UPDATE OF terms ON search_documents
+CREATE OR REPLACE TRIGGER search_documents_requeue_embedding
+    AFTER UPDATE OF terms ON search_documents
     FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms)
     EXECUTE FUNCTION queue_embedding();
 

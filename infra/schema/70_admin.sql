@@ -331,8 +331,7 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION membership_ended() FROM PUBLIC;
-DROP TRIGGER IF EXISTS memberships_ended ON memberships;
-CREATE TRIGGER memberships_ended AFTER DELETE ON memberships
+CREATE OR REPLACE TRIGGER memberships_ended AFTER DELETE ON memberships
     FOR EACH ROW EXECUTE FUNCTION membership_ended();
 
 -- -- Invitations ----------------------------------------------------------------------------
