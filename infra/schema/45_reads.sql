@@ -14,12 +14,27 @@
 -- ({folder}/SKILL.md under kind skills) in the nearest context, in (path, owner)
 -- order after a position. Only the head of the body is read: enough for the front
 -- matter.
+--
+-- The page is read by walking memories_listing (workspace, kind, path, ...) from the
+-- position in path order, row-level security and the folder pattern checked on each
+-- record walked, and stopping at the end of the page. Every view holds the
+-- workspace's shared records in the workspace context, so the walk is a small
+-- multiple of the page. The planner, left to itself, does otherwise under row-level
+-- security: it counts the policy's predicates again on top of the statement's own
+-- (owner, context and expiry twice) and guesses the pattern rare, expects one row or
+-- none, and gathers every skill in view to sort them (bitmap scan, then sort): at
+-- 200,000 records in view 4,933 skills, their bodies read, 110-150 ms a page
+-- (bench/results/store-1m-brief.json) against 1 ms walked. Bitmap scans and full
+-- sorts are therefore off for this function (an incremental sort of the records of
+-- one path stays on).
 CREATE OR REPLACE FUNCTION skill_page(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
                                       p_head_chars integer, p_after_path text,
                                       p_after_owner uuid, p_limit integer)
 RETURNS TABLE (id uuid, owner_id uuid, context_key text, path text, title text,
                revision integer, head text)
 LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
+SET enable_bitmapscan = off
+SET enable_sort = off
 AS $$
 BEGIN
     RETURN QUERY
