@@ -486,12 +486,15 @@ def _rebuild_search_documents(
     one connection per core each fills a range of record ids.
     """
     columns, values = select
+    # With its comment: the schema file makes the search index again when the comment
+    # (the fingerprint of the functions its entries are computed with) is missing.
     indexes = admin.execute(
-        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid), "
+        "obj_description(indexrelid, 'pg_class') FROM pg_index "
         "WHERE indrelid = 'memory.search_documents'::regclass AND NOT indisprimary"
     ).fetchall()
     with admin.transaction():
-        for name, _ in indexes:
+        for name, _, _ in indexes:
             admin.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(*name.split("."))))
         # The embedding tables reference search_documents (0005_embeddings.sql); at
         # this point they hold nothing of the corpus either.
@@ -521,8 +524,14 @@ def _rebuild_search_documents(
             future.result()
     _progress("re-creating the search_documents indexes")
     admin.execute("SET maintenance_work_mem = '512MB'")
-    for _, definition in indexes:
+    for name, definition, comment in indexes:
         admin.execute(definition)
+        if comment is not None:
+            admin.execute(
+                sql.SQL("COMMENT ON INDEX {} IS {}").format(
+                    sql.Identifier(*name.split(".")), sql.Literal(comment)
+                )
+            )
 
 
 def _check_search_documents(admin: psycopg.Connection) -> None:
