@@ -22,11 +22,11 @@
 -- multiple of the page. The planner, left to itself, does otherwise under row-level
 -- security: it counts the policy's predicates again on top of the statement's own
 -- (owner, context and expiry twice) and guesses the pattern rare, expects one row or
--- none, and gathers every skill in view to sort them (bitmap scan, then sort): at
--- 200,000 records in view 4,933 skills, their bodies read, 110-150 ms a page
--- (bench/results/store-1m-brief.json) against 1 ms walked. Bitmap scans and full
--- sorts are therefore off for this function (an incremental sort of the records of
--- one path stays on).
+-- none, and gathers every skill in view to sort them (bitmap scan, then sort): with
+-- 200,000 records in the workspace, 4,933 skills in view, their bodies read,
+-- 110-150 ms a page (bench/results/store-1m-brief.json) against 1 ms walked. Bitmap
+-- scans and full sorts are therefore off for this function (an incremental sort of the
+-- records of one path stays on).
 CREATE OR REPLACE FUNCTION skill_page(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
                                       p_head_chars integer, p_after_path text,
                                       p_after_owner uuid, p_limit integer)
