@@ -2,7 +2,7 @@
 // through the MCP tools only. Record content is rendered as text nodes (plain) or by
 // markdown.js (which builds elements, never parses HTML).
 
-import { h, clear, field, select, checkbox, button, when } from "./ui.js";
+import { h, clear, field, select, checkbox, button, when, writer } from "./ui.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderDiff } from "./diff.js";
 
@@ -12,13 +12,6 @@ const FULL = 65536;
 function expiryValue(input) {
   if (!input.value) return null;
   return new Date(input.value).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
-// A writer as provenance shows it: the handle and its kind ("alice (person)",
-// "ci-bot (service)"), or a dash for one no longer a member.
-function writer(handle, kind) {
-  if (!handle) return "—";
-  return kind ? `${handle} (${kind})` : handle;
 }
 
 function key() {
