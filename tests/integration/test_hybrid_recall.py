@@ -4,19 +4,29 @@ never stale, and words alone (flagged) when the embedder cannot answer."""
 
 from __future__ import annotations
 
+import math
+import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
 from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
+from memory_server.data.pool import request_settings
+from memory_server.data.statements import query
+from memory_server.domain.addresses import KINDS
+from memory_server.domain.caller import Caller
 from memory_server.domain.embedding import (
     EmbedderError,
     EmbeddingSpaceMismatch,
     EmbeddingUnavailable,
+)
+from memory_server.domain.limits import (
+    SEARCH_FUSION_CANDIDATES,
+    SEARCH_MEANING_INDEX_CANDIDATES,
 )
 from memory_server.edge.runtime import build_service, require_embeddings
 from memory_server.operations.embeddings import EmbedJob, backfill
@@ -305,3 +315,156 @@ def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_w
     finally:
         worker.close()
     assert worker.process.returncode == 0
+
+
+# -- The meaning side's two ways: the vector index first, the exact scan of the view --
+# Vectors here are made up (seeded, unit length) and written as the owner, so which
+# records are nearest the question is known: the model would make that a guess.
+
+MADE_UP = "made-up-model@0"
+
+
+@pytest.fixture
+def made_up(owner: psycopg.Connection) -> Iterator[None]:
+    """Made-up vectors are another vector space: gone after the test, so the start-up
+    check of the other tests (one space only) never meets them."""
+    yield
+    owner.execute("DELETE FROM memory.search_embeddings WHERE model = %s", (MADE_UP,))
+
+
+def made_up_unit(rng: random.Random, near: Sequence[float] | None = None) -> list[float]:
+    """A random unit vector of 384 dimensions; ``near``: within a small angle of that
+    one (cosine about 0.98; two random ones are about 0)."""
+    made = [rng.gauss(0.0, 1.0) for _ in range(384)]
+    if near is not None:
+        made = [x + 0.01 * n for x, n in zip(near, made, strict=True)]
+    length = math.sqrt(sum(x * x for x in made))
+    return [x / length for x in made]
+
+
+def give_vectors(owner: psycopg.Connection, vectors: dict[str, list[float]]) -> None:
+    """Store these vectors as the owner (made-up model) and take the records off the
+    queue, so no backfill of another test embeds them again."""
+    with owner.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO memory.search_embeddings"
+            " (memory_id, model, dimensions, content_hash, embedding)"
+            " VALUES (%s, %s, 384, '\\x00', %s::public.vector)"
+            " ON CONFLICT (memory_id) DO UPDATE SET model = EXCLUDED.model,"
+            " embedding = EXCLUDED.embedding",
+            [(i, MADE_UP, data.vector_literal(v)) for i, v in vectors.items()],
+        )
+    owner.execute(
+        "DELETE FROM memory.embedding_queue WHERE memory_id::text = ANY (%s)", (list(vectors),)
+    )
+
+
+def by_meaning(
+    cluster, caller: Caller, question: Sequence[float], index_candidates: int
+) -> tuple[list[str], dict[str, int | bool]]:  # type: ignore[no-untyped-def]
+    """The meaning side as a request runs it (the caller's settings, the statement of
+    data/embeddings.py), and what it read in the transaction: scans of the
+    384-dimension vector index, and scans of the vectors' table by any other way."""
+    with psycopg.connect(cluster.owner_url) as conn:
+        conn.execute(query("request_settings"), request_settings(caller, 60_000))
+        found = conn.execute(
+            query("search_by_meaning"),
+            {
+                "vector": data.vector_literal(question),
+                "model": MADE_UP,
+                "owners": caller.visible_owners(),
+                "kinds": list(KINDS),
+                "limit": SEARCH_FUSION_CANDIDATES,
+                "index_candidates": index_candidates,
+            },
+        ).fetchall()
+        index = conn.execute(
+            "SELECT pg_stat_get_xact_numscans('memory.search_embeddings_384'::regclass)"
+        ).fetchone()
+        # Any other read of the vectors' table (a sequential scan, its primary key)
+        # is the exact scan's.
+        table = conn.execute(
+            "SELECT pg_stat_get_xact_numscans('memory.search_embeddings'::regclass)"
+            " + sum(pg_stat_get_xact_numscans(indexrelid)) FROM pg_index"
+            " WHERE indrelid = 'memory.search_embeddings'::regclass"
+            " AND indexrelid <> 'memory.search_embeddings_384'::regclass"
+        ).fetchone()
+    assert index is not None and table is not None
+    return [str(row[0]) for row in found], {"index": index[0], "exact": table[0] > 0}
+
+
+def notes(agent: Agent, prefix: str, count: int, **where: str) -> list[str]:
+    return [
+        agent.write(
+            uri=f"memory://{where.get('namespace', 'workspace')}/notes/{prefix}-{i}.md",
+            content=f"{prefix} note {i}",
+            expected_revision=0,
+        )["id"]
+        for i in range(count)
+    ]
+
+
+@pytest.mark.usefixtures("made_up")
+def test_the_index_answers_when_enough_of_the_view_is_near_and_never_widens_it(
+    world: World, store: Store, owner: psycopg.Connection, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(30)
+    question = made_up_unit(rng)
+    ws = world.workspace()
+    alice, bob = ws.person("alice"), ws.person("bob")
+    ws.register("dm:alice-bob", alice, bob)
+    seen = notes(Agent(store, ws.caller(alice)), "seen", SEARCH_FUSION_CANDIDATES + 30)
+    # The nearest vectors of all are outside alice's view from the workspace: a DM's
+    # records and bob's personal ones.
+    hidden = notes(Agent(store, ws.caller(alice, "dm:alice-bob")), "dm", 10)
+    hidden += notes(Agent(store, ws.caller(bob)), "diary", 10, namespace="me")
+    vectors = {i: made_up_unit(rng) for i in seen}
+    vectors.update({i: made_up_unit(rng, near=question) for i in hidden})
+    give_vectors(owner, vectors)
+
+    found, scans = by_meaning(cluster, ws.caller(alice), question, SEARCH_MEANING_INDEX_CANDIDATES)
+    assert scans == {"index": 1, "exact": False}  # the index's proposal was the answer
+    assert not set(found) & set(hidden)
+    # The exact scan of the view finds the same records in the same order.
+    exact, scans = by_meaning(cluster, ws.caller(alice), question, 0)
+    assert scans == {"index": 0, "exact": True}
+    assert found == exact and len(found) == SEARCH_FUSION_CANDIDATES
+    # In the DM the hidden records are the nearest, and bob's diary is still not there.
+    in_dm, _ = by_meaning(
+        cluster, ws.caller(alice, "dm:alice-bob"), question, SEARCH_MEANING_INDEX_CANDIDATES
+    )
+    assert in_dm[:10] == sorted(hidden[:10], key=lambda i: -cosine(vectors[i], question))
+    assert not set(in_dm) & set(hidden[10:])
+
+
+@pytest.mark.usefixtures("made_up")
+def test_a_small_view_in_a_big_index_is_answered_by_the_exact_scan(
+    world: World, store: Store, owner: psycopg.Connection, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(31)
+    question = made_up_unit(rng)
+    small, big = world.workspace(), world.workspace()
+    alice = small.person("alice")
+    mine = notes(Agent(store, small.caller(alice)), "mine", 5)
+    # Another workspace holds more vectors nearer the question than the index proposes.
+    theirs = notes(
+        Agent(store, big.caller(big.person("carol"))),
+        "theirs",
+        SEARCH_MEANING_INDEX_CANDIDATES + 10,
+    )
+    vectors = {i: made_up_unit(rng) for i in mine}
+    vectors.update({i: made_up_unit(rng, near=question) for i in theirs})
+    give_vectors(owner, vectors)
+
+    found, scans = by_meaning(
+        cluster, small.caller(alice), question, SEARCH_MEANING_INDEX_CANDIDATES
+    )
+    # The index proposed the other workspace's records (the nearest) and none was
+    # kept; the view holds fewer than the candidates wanted in any case, and the exact
+    # scan of it answered with all five, nearest first.
+    assert scans == {"index": 1, "exact": True}
+    assert found == sorted(mine, key=lambda i: -cosine(vectors[i], question))
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))  # both of unit length
