@@ -190,7 +190,7 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 --
 -- Two ways to the same answer, both under that predicate:
 -- - The HNSW index of the query's dimension first: the p_index_candidates nearest
---   vectors of every workspace (hnsw.ef_search raised to that many for this call
+--   vectors of every workspace (hnsw.ef_search raised to that many for that scan
 --   only; pgvector 0.6 returns at most ef_search rows from an index scan), then the
 --   predicate joined to them. The index only proposes: a record outside the view is
 --   dropped there and never returned. When at least p_limit survive they are the
@@ -206,8 +206,6 @@ CREATE OR REPLACE FUNCTION search_by_meaning(p_query text, p_model text, p_owner
                                              p_index_candidates integer)
 RETURNS TABLE (memory_id uuid, similarity double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
--- Restored when the function returns: the set_config below lasts for this call only.
-SET hnsw.ef_search = 40
 AS $$
 DECLARE
     ws constant uuid := setting_uuid('app.workspace_id');
@@ -218,6 +216,11 @@ DECLARE
     wanted constant integer := least(p_limit, 200);
     -- pgvector's largest hnsw.ef_search.
     proposed constant integer := least(p_index_candidates, 1000);
+    -- Read once the vector type is in use (q above), so pgvector's setting exists
+    -- (40, its default, otherwise); put back after the index scan. No SET clause on
+    -- the function for it: a role that is not a superuser may not attach a setting
+    -- the server does not know yet (the library not loaded in the migrator's session).
+    ef_search constant text := coalesce(current_setting('hnsw.ef_search', true), '40');
     ids uuid[];
     similarities double precision[];
 BEGIN
@@ -260,6 +263,7 @@ BEGIN
         $index$, dims)
         INTO ids, similarities
         USING q, proposed, p_model, ws, owners, contexts, p_kinds, wanted;
+        PERFORM set_config('hnsw.ef_search', ef_search, true);
         IF coalesce(cardinality(ids), 0) >= wanted THEN
             RETURN QUERY SELECT u.id, u.similarity
                          FROM unnest(ids, similarities) AS u (id, similarity);
