@@ -189,15 +189,19 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 -- read, once per call, not once per row (40 ms for 359 records as one SQL statement).
 --
 -- Two ways to the same answer, both under that predicate:
--- - The HNSW index of the query's dimension first: the p_index_candidates nearest
---   vectors of every workspace (hnsw.ef_search raised to that many for that scan
---   only; pgvector 0.6 returns at most ef_search rows from an index scan), then the
---   predicate joined to them. The index only proposes: a record outside the view is
---   dropped there and never returned. When at least p_limit survive they are the
---   answer (approximate as the index is; an exact search would find the same records
---   among them had the index been exact). A view that is a small part of the index
---   (a small workspace in a big database) leaves fewer: then
--- - the exact scan: every embedded record of the view, sorted by distance.
+-- - The HNSW index of the query's dimension first: the nearest vectors of every
+--   workspace, then the predicate joined to them. The index only proposes: a record
+--   outside the view is dropped there and never returned. How many it proposes: at
+--   least p_index_candidates, and enough that twice p_limit are expected to be in
+--   the view (the view's records, from search_statistics, against the vectors the
+--   index holds, from its statistics), at most 1,000 (pgvector's largest
+--   hnsw.ef_search, raised to that for the scan: pgvector 0.6 returns at most that
+--   many rows from an index scan). When at least p_limit survive they are the answer
+--   (approximate as the index is: an exact search would find the same records among
+--   them, had the index been exact).
+-- - The exact scan: every embedded record of the view, sorted by distance. When fewer
+--   survive, and from the start when even 1,000 proposed would not be expected to
+--   hold p_limit of the view (a small workspace in a big database).
 -- No iterative index scan (pgvector 0.8's hnsw.iterative_scan): the same code runs
 -- on the local 0.6.2 and on Aurora. p_index_candidates 0 goes to the exact scan.
 DROP FUNCTION IF EXISTS search_by_meaning(text, text, uuid[], text[], integer);
@@ -214,13 +218,15 @@ DECLARE
     q constant public.vector := p_query::public.vector;
     dims constant integer := public.vector_dims(q);
     wanted constant integer := least(p_limit, 200);
-    -- pgvector's largest hnsw.ef_search.
-    proposed constant integer := least(p_index_candidates, 1000);
     -- Read once the vector type is in use (q above), so pgvector's setting exists
     -- (40, its default, otherwise); put back after the index scan. No SET clause on
     -- the function for it: a role that is not a superuser may not attach a setting
     -- the server does not know yet (the library not loaded in the migrator's session).
     ef_search constant text := coalesce(current_setting('hnsw.ef_search', true), '40');
+    seqscan constant text := current_setting('enable_seqscan');
+    in_view double precision;
+    indexed double precision;
+    proposed integer := 0;
     ids uuid[];
     similarities double precision[];
 BEGIN
@@ -229,10 +235,29 @@ BEGIN
        OR wanted < 1 THEN
         RETURN;
     END IF;
-    -- The dimensions with an index (0005_embeddings.sql): the cast is the indexed
-    -- expression, spelled out for the planner, so the statement is built per call.
-    IF dims IN (256, 384, 512, 1024) AND proposed >= wanted THEN
-        PERFORM set_config('hnsw.ef_search', proposed::text, true);
+    -- The dimensions with an index (0005_embeddings.sql).
+    IF dims IN (256, 384, 512, 1024) AND p_index_candidates > 0 THEN
+        SELECT v.documents INTO in_view
+        FROM search_view_statistics(ws, owners, contexts, '{""}') AS v;
+        SELECT c.reltuples INTO indexed
+        FROM pg_class AS c WHERE c.oid = format('memory.search_embeddings_%s', dims)::regclass;
+        -- An index never analysed (reltuples -1) or a view without records: the least.
+        proposed := CASE
+            WHEN coalesce(in_view, 0) <= 0 OR coalesce(indexed, 0) <= 0 THEN p_index_candidates
+            ELSE least(1001, greatest(p_index_candidates,
+                                      ceil(2 * wanted * indexed / in_view)::integer))
+        END;
+        IF proposed > 1000 THEN  -- more than pgvector proposes: the view's share is small
+            proposed := CASE WHEN 1000 * in_view / indexed >= wanted THEN 1000 ELSE 0 END;
+        END IF;
+    END IF;
+    -- The cast is the indexed expression, spelled out for the planner, so the
+    -- statement is built per call. The index, never a sequential scan of the vectors
+    -- (chosen for a table the statistics show small, it would be the exact scan
+    -- without the view's filter first).
+    IF proposed >= wanted THEN
+        PERFORM set_config('hnsw.ef_search', proposed::text, true),
+                set_config('enable_seqscan', 'off', true);
         EXECUTE format($index$
             WITH near AS MATERIALIZED (
                 SELECT e.memory_id, e.model,
@@ -263,7 +288,8 @@ BEGIN
         $index$, dims)
         INTO ids, similarities
         USING q, proposed, p_model, ws, owners, contexts, p_kinds, wanted;
-        PERFORM set_config('hnsw.ef_search', ef_search, true);
+        PERFORM set_config('hnsw.ef_search', ef_search, true),
+                set_config('enable_seqscan', seqscan, true);
         IF coalesce(cardinality(ids), 0) >= wanted THEN
             RETURN QUERY SELECT u.id, u.similarity
                          FROM unnest(ids, similarities) AS u (id, similarity);

@@ -9,13 +9,16 @@ import random
 import secrets
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
 from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
-from memory_server.data.pool import request_settings
+from memory_server.data.migrate import drop_database
+from memory_server.data.pool import Database, request_settings
+from memory_server.data.provision import Passwords, provision
 from memory_server.data.statements import query
 from memory_server.domain.addresses import KINDS
 from memory_server.domain.caller import Caller
@@ -319,17 +322,34 @@ def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_w
 
 # -- The meaning side's two ways: the vector index first, the exact scan of the view --
 # Vectors here are made up (seeded, unit length) and written as the owner, so which
-# records are nearest the question is known: the model would make that a guess.
+# records are nearest the question is known: the model would make that a guess. Each
+# test has a database of its own: how many vectors the index holds decides the way.
 
 MADE_UP = "made-up-model@0"
 
 
+@dataclass
+class Alone:
+    """A database of one test's own: its world, and its owner's URL."""
+
+    world: World
+    owner: psycopg.Connection
+    owner_url: str
+
+
 @pytest.fixture
-def made_up(owner: psycopg.Connection) -> Iterator[None]:
-    """Made-up vectors are another vector space: gone after the test, so the start-up
-    check of the other tests (one space only) never meets them."""
-    yield
-    owner.execute("DELETE FROM memory.search_embeddings WHERE model = %s", (MADE_UP,))
+def alone(cluster) -> Iterator[Alone]:  # type: ignore[no-untyped-def]
+    database = f"memalone_{secrets.token_hex(6)}"
+    passwords = Passwords(cluster.passwords["owner"], cluster.passwords["runtime"])
+    made = provision(cluster.admin_url, passwords, database=database)
+    db = Database(made.runtime_url, min_size=1, max_size=2)
+    try:
+        with psycopg.connect(made.owner_url, autocommit=True) as owner:
+            store = Store(db, cursor_secret=secrets.token_bytes(32))
+            yield Alone(World(store, owner), owner, made.owner_url)
+    finally:
+        db.close()
+        drop_database(cluster.admin_url, database)
 
 
 def made_up_unit(rng: random.Random, near: Sequence[float] | None = None) -> list[float]:
@@ -343,29 +363,31 @@ def made_up_unit(rng: random.Random, near: Sequence[float] | None = None) -> lis
 
 
 def give_vectors(owner: psycopg.Connection, vectors: dict[str, list[float]]) -> None:
-    """Store these vectors as the owner (made-up model) and take the records off the
-    queue, so no backfill of another test embeds them again."""
+    """Store these vectors as the owner, take the records off the queue, and analyse
+    the table (what the index holds is read from its statistics)."""
     with owner.cursor() as cur:
         cur.executemany(
             "INSERT INTO memory.search_embeddings"
             " (memory_id, model, dimensions, content_hash, embedding)"
-            " VALUES (%s, %s, 384, '\\x00', %s::public.vector)"
-            " ON CONFLICT (memory_id) DO UPDATE SET model = EXCLUDED.model,"
-            " embedding = EXCLUDED.embedding",
+            " VALUES (%s, %s, 384, '\\x00', %s::public.vector)",
             [(i, MADE_UP, data.vector_literal(v)) for i, v in vectors.items()],
         )
-    owner.execute(
-        "DELETE FROM memory.embedding_queue WHERE memory_id::text = ANY (%s)", (list(vectors),)
-    )
+    owner.execute("DELETE FROM memory.embedding_queue")
+    owner.execute("ANALYZE memory.search_embeddings")
 
 
 def by_meaning(
-    cluster, caller: Caller, question: Sequence[float], index_candidates: int
-) -> tuple[list[str], dict[str, int | bool]]:  # type: ignore[no-untyped-def]
+    owner_url: str,
+    caller: Caller,
+    question: Sequence[float],
+    index_candidates: int = SEARCH_MEANING_INDEX_CANDIDATES,
+    kinds: Sequence[str] = KINDS,
+) -> tuple[list[str], dict[str, int | bool]]:
     """The meaning side as a request runs it (the caller's settings, the statement of
     data/embeddings.py), and what it read in the transaction: scans of the
-    384-dimension vector index, and scans of the vectors' table by any other way."""
-    with psycopg.connect(cluster.owner_url) as conn:
+    384-dimension vector index, and whether the vectors' table was read any other way
+    (a sequential scan, its primary key: the exact scan)."""
+    with psycopg.connect(owner_url) as conn:
         conn.execute(query("request_settings"), request_settings(caller, 60_000))
         found = conn.execute(
             query("search_by_meaning"),
@@ -373,7 +395,7 @@ def by_meaning(
                 "vector": data.vector_literal(question),
                 "model": MADE_UP,
                 "owners": caller.visible_owners(),
-                "kinds": list(KINDS),
+                "kinds": list(kinds),
                 "limit": SEARCH_FUSION_CANDIDATES,
                 "index_candidates": index_candidates,
             },
@@ -381,8 +403,6 @@ def by_meaning(
         index = conn.execute(
             "SELECT pg_stat_get_xact_numscans('memory.search_embeddings_384'::regclass)"
         ).fetchone()
-        # Any other read of the vectors' table (a sequential scan, its primary key)
-        # is the exact scan's.
         table = conn.execute(
             "SELECT pg_stat_get_xact_numscans('memory.search_embeddings'::regclass)"
             " + sum(pg_stat_get_xact_numscans(indexrelid)) FROM pg_index"
@@ -393,10 +413,10 @@ def by_meaning(
     return [str(row[0]) for row in found], {"index": index[0], "exact": table[0] > 0}
 
 
-def notes(agent: Agent, prefix: str, count: int, **where: str) -> list[str]:
+def notes(agent: Agent, prefix: str, count: int, namespace: str = "workspace") -> list[str]:
     return [
         agent.write(
-            uri=f"memory://{where.get('namespace', 'workspace')}/notes/{prefix}-{i}.md",
+            uri=f"memory://{namespace}/notes/{prefix}-{i}.md",
             content=f"{prefix} note {i}",
             expected_revision=0,
         )["id"]
@@ -404,67 +424,86 @@ def notes(agent: Agent, prefix: str, count: int, **where: str) -> list[str]:
     ]
 
 
-@pytest.mark.usefixtures("made_up")
+def nearest(
+    ids: Sequence[str], vectors: dict[str, list[float]], question: Sequence[float]
+) -> list[str]:
+    return sorted(ids, key=lambda i: -sum(x * y for x, y in zip(vectors[i], question, strict=True)))
+
+
 def test_the_index_answers_when_enough_of_the_view_is_near_and_never_widens_it(
-    world: World, store: Store, owner: psycopg.Connection, cluster
-) -> None:  # type: ignore[no-untyped-def]
+    alone: Alone,
+) -> None:
     rng = random.Random(30)
     question = made_up_unit(rng)
-    ws = world.workspace()
+    ws = alone.world.workspace()
+    store = alone.world.store
     alice, bob = ws.person("alice"), ws.person("bob")
     ws.register("dm:alice-bob", alice, bob)
     seen = notes(Agent(store, ws.caller(alice)), "seen", SEARCH_FUSION_CANDIDATES + 30)
     # The nearest vectors of all are outside alice's view from the workspace: a DM's
     # records and bob's personal ones.
-    hidden = notes(Agent(store, ws.caller(alice, "dm:alice-bob")), "dm", 10)
-    hidden += notes(Agent(store, ws.caller(bob)), "diary", 10, namespace="me")
+    dm = notes(Agent(store, ws.caller(alice, "dm:alice-bob")), "dm", 10)
+    diary = notes(Agent(store, ws.caller(bob)), "diary", 10, namespace="me")
     vectors = {i: made_up_unit(rng) for i in seen}
-    vectors.update({i: made_up_unit(rng, near=question) for i in hidden})
-    give_vectors(owner, vectors)
+    vectors.update({i: made_up_unit(rng, near=question) for i in dm + diary})
+    give_vectors(alone.owner, vectors)
 
-    found, scans = by_meaning(cluster, ws.caller(alice), question, SEARCH_MEANING_INDEX_CANDIDATES)
+    found, scans = by_meaning(alone.owner_url, ws.caller(alice), question)
     assert scans == {"index": 1, "exact": False}  # the index's proposal was the answer
-    assert not set(found) & set(hidden)
+    assert not set(found) & set(dm + diary)
     # The exact scan of the view finds the same records in the same order.
-    exact, scans = by_meaning(cluster, ws.caller(alice), question, 0)
+    exact, scans = by_meaning(alone.owner_url, ws.caller(alice), question, index_candidates=0)
     assert scans == {"index": 0, "exact": True}
-    assert found == exact and len(found) == SEARCH_FUSION_CANDIDATES
-    # In the DM the hidden records are the nearest, and bob's diary is still not there.
-    in_dm, _ = by_meaning(
-        cluster, ws.caller(alice, "dm:alice-bob"), question, SEARCH_MEANING_INDEX_CANDIDATES
-    )
-    assert in_dm[:10] == sorted(hidden[:10], key=lambda i: -cosine(vectors[i], question))
-    assert not set(in_dm) & set(hidden[10:])
+    assert found == exact == nearest(seen, vectors, question)[:SEARCH_FUSION_CANDIDATES]
+    # In the DM its records are the nearest, and bob's diary is still not there.
+    in_dm, scans = by_meaning(alone.owner_url, ws.caller(alice, "dm:alice-bob"), question)
+    assert scans == {"index": 1, "exact": False}
+    assert in_dm[:10] == nearest(dm, vectors, question) and not set(in_dm) & set(diary)
 
 
-@pytest.mark.usefixtures("made_up")
-def test_a_small_view_in_a_big_index_is_answered_by_the_exact_scan(
-    world: World, store: Store, owner: psycopg.Connection, cluster
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_small_view_in_a_big_index_goes_to_the_exact_scan_at_once(alone: Alone) -> None:
     rng = random.Random(31)
     question = made_up_unit(rng)
-    small, big = world.workspace(), world.workspace()
+    small, big = alone.world.workspace(), alone.world.workspace()
     alice = small.person("alice")
+    store = alone.world.store
     mine = notes(Agent(store, small.caller(alice)), "mine", 5)
-    # Another workspace holds more vectors nearer the question than the index proposes.
-    theirs = notes(
-        Agent(store, big.caller(big.person("carol"))),
-        "theirs",
-        SEARCH_MEANING_INDEX_CANDIDATES + 10,
-    )
+    # Another workspace holds more vectors, all nearer the question: 1,000 proposed by
+    # the index would not be expected to hold the candidates wanted from a view of 5.
+    theirs = notes(Agent(store, big.caller(big.person("carol"))), "theirs", 210)
     vectors = {i: made_up_unit(rng) for i in mine}
     vectors.update({i: made_up_unit(rng, near=question) for i in theirs})
-    give_vectors(owner, vectors)
+    give_vectors(alone.owner, vectors)
 
-    found, scans = by_meaning(
-        cluster, small.caller(alice), question, SEARCH_MEANING_INDEX_CANDIDATES
-    )
-    # The index proposed the other workspace's records (the nearest) and none was
-    # kept; the view holds fewer than the candidates wanted in any case, and the exact
-    # scan of it answered with all five, nearest first.
+    found, scans = by_meaning(alone.owner_url, small.caller(alice), question)
+    assert scans == {"index": 0, "exact": True}
+    assert found == nearest(mine, vectors, question)
+
+
+def test_too_few_of_the_view_among_the_proposed_falls_back_to_the_exact_scan(
+    alone: Alone,
+) -> None:
+    rng = random.Random(32)
+    question = made_up_unit(rng)
+    ws = alone.world.workspace()
+    alice = ws.person("alice")
+    agent = Agent(alone.world.store, ws.caller(alice))
+    # The view is the whole index, but only five of its records are skills: the index
+    # proposes its nearest, too few of them are of the kind asked for, and the exact
+    # scan answers.
+    others = notes(agent, "note", SEARCH_FUSION_CANDIDATES + 30)
+    skills = [
+        agent.write(
+            uri=f"memory://workspace/skills/s{i}/SKILL.md",
+            content=f"---\nname: s{i}\ndescription: skill {i}\n---\n",
+            expected_revision=0,
+        )["id"]
+        for i in range(5)
+    ]
+    vectors = {i: made_up_unit(rng, near=question) for i in others}
+    vectors.update({i: made_up_unit(rng) for i in skills})
+    give_vectors(alone.owner, vectors)
+
+    found, scans = by_meaning(alone.owner_url, ws.caller(alice), question, kinds=["skills"])
     assert scans == {"index": 1, "exact": True}
-    assert found == sorted(mine, key=lambda i: -cosine(vectors[i], question))
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True))  # both of unit length
+    assert found == nearest(skills, vectors, question)
