@@ -139,6 +139,40 @@ def test_meaning_never_widens_the_view(world: World, hybrid: Store) -> None:
     assert [h["uri"] for h in Agent(hybrid, in_dm).search(query=question)["hits"]][:1] == [secret]
 
 
+class Watching:
+    """The real model, and what PostgreSQL was doing for the search while it ran: the
+    statements of backends in a transaction, seen from another connection."""
+
+    def __init__(self, real: LocalEmbedder, cluster) -> None:  # type: ignore[no-untyped-def]
+        self.model, self.dimensions, self._real = real.model, real.dimensions, real
+        self._url = cluster.admin_url  # sees every role's statements
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with psycopg.connect(self._url) as conn:
+            rows = conn.execute(
+                "SELECT query FROM pg_stat_activity"
+                " WHERE state <> 'idle' AND backend_type = 'client backend'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchall()
+        self.seen += [str(r[0]) for r in rows]
+        return self._real.embed(texts)
+
+
+def test_the_words_are_ranked_while_the_question_is_embedded(
+    world: World, hybrid: Store, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    watching = Watching(hybrid.embedder, cluster)  # type: ignore[arg-type]
+    store = Store(hybrid.db, hybrid.cursor_secret, embedder=watching)  # type: ignore[arg-type]
+    agent = Agent(store, ws.caller(ws.person("alice")))
+    agent.write(uri=DEPLOYS, content="Releases go out on Tuesdays.", expected_revision=0)
+    found = agent.search(query="releases Tuesdays")
+    assert found["recall"] == "hybrid" and found["hits"][0]["uri"] == DEPLOYS
+    # The search's transaction was open, its words' statement sent, before the model ran.
+    assert any("memory.search_candidates(" in q for q in watching.seen), watching.seen
+
+
 def test_a_vector_of_an_older_text_is_never_stored(
     world: World, hybrid: Store, owner: psycopg.Connection, cluster
 ) -> None:  # type: ignore[no-untyped-def]
