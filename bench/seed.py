@@ -493,7 +493,11 @@ def _rebuild_search_documents(
     with admin.transaction():
         for name, _ in indexes:
             admin.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(*name.split("."))))
-        admin.execute("TRUNCATE memory.search_documents")
+        # The embeddings' tables refer to the documents (0005_embeddings.sql); the
+        # rebuild's trigger queues every record for its embedding again.
+        admin.execute(
+            "TRUNCATE memory.search_documents, memory.search_embeddings, memory.embedding_queue"
+        )
     workers = max(1, min(4, len(os.sched_getaffinity(0))))
     bounds = [uuid.UUID(int=(2**128 * k) // workers) for k in range(workers)]
     ranges = list(zip(bounds, [*bounds[1:], None], strict=True))
