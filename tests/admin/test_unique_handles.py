@@ -92,6 +92,22 @@ def test_a_known_person_whose_handle_a_member_holds_cannot_join(world, ws, admin
     assert handles(admin_service, ws, alice) == ["alice"]
 
 
+def test_another_workspaces_service_whose_handle_a_member_holds_cannot_join(
+    ws, owner, admin_service
+) -> None:  # type: ignore[no-untyped-def]
+    # A service is named by its own handle (it names none when it accepts): one that
+    # folds to a member's is refused like a person, and joins nothing.
+    alice = ws.person("alice")
+    look_alike = Someone(f"svc-{uuid.uuid4().hex[:8]}")
+    operators.ensure_principal(owner, "service", look_alike.subject, "\u0430lice")  # Cyrillic а
+    invitation = invite(admin_service, ws, alice, look_alike.subject).body
+    answer = accept(admin_service, ws.slug, look_alike, invitation["id"], as_service=True)
+    assert answer.status == 409 and RULE in answer.body["message"], answer.body
+    assert handles(admin_service, ws, alice) == ["alice"]
+    pending = call(admin_service, ws.slug, "GET", "/invitations", alice).body["invitations"]
+    assert [i["id"] for i in pending] == [invitation["id"]]  # still open for a rename
+
+
 def test_an_admin_cannot_name_an_agent_key_like_a_member(ws, admin_service, directory) -> None:  # type: ignore[no-untyped-def]
     alice, _bob = ws.person("alice"), ws.person("bob")
     joined = newcomer_accepts(admin_service, ws, alice, "\u0455am")  # Cyrillic ѕ + "am"
