@@ -496,8 +496,8 @@ def _rebuild_search_documents(
     with admin.transaction():
         for name, _, _ in indexes:
             admin.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(*name.split("."))))
-        # The embedding tables reference search_documents (0005_embeddings.sql); at
-        # this point they hold nothing of the corpus either.
+        # The embeddings' tables refer to the documents (0005_embeddings.sql); the
+        # rebuild's trigger queues every record for its embedding again.
         admin.execute(
             "TRUNCATE memory.search_documents, memory.search_embeddings, memory.embedding_queue"
         )

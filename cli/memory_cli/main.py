@@ -451,6 +451,7 @@ def invitations_list(ctx: typer.Context) -> None:
             ("subject", "subject"),
             ("grants", "grants"),
             ("by", "invited_by"),
+            ("by kind", "invited_by_kind"),
             ("expires", "expires_at"),
         ],
     )
@@ -496,6 +497,7 @@ def keys_list(ctx: typer.Context) -> None:
             ("scopes", "scopes"),
             ("created", "created_at"),
             ("by", "created_by"),
+            ("by kind", "created_by_kind"),
         ],
         title="agent keys",
     )
@@ -619,8 +621,11 @@ def audit(
         {"events": events, "next_cursor": cursor},
         lambda: _table(
             "audit",
-            ["id", "time", "operation", "uri", "actor"],
-            [[e["id"], e["time"], e["operation"], e["uri"], _actor(e)] for e in events],
+            ["id", "time", "operation", "uri", "actor", "actor kind"],
+            [
+                [e["id"], e["time"], e["operation"], e["uri"], _actor(e), e["actor_kind"]]
+                for e in events
+            ],
         ),
     )
 

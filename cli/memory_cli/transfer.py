@@ -66,8 +66,10 @@ _FIELDS = (
     "source",
     "created_at",
     "created_by",
+    "created_by_kind",
     "updated_at",
     "updated_by",
+    "updated_by_kind",
     "pinned",
     "expires_at",
 )

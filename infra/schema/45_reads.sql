@@ -59,8 +59,8 @@ GRANT EXECUTE ON FUNCTION skill_page(uuid, uuid[], text[], integer, text, uuid, 
 --   by context, nearest first, then newest; the head of each body
 --   and whether there is more (cut);
 -- 'recent': the other memories and notes in view changed after p_since (or the
---   latest), newest first, without bodies, with the writer's handle (looked up once
---   per writer: a definer function, 0.1 ms a call);
+--   latest), newest first, without bodies, with the writer's handle and kind (looked
+--   up once per writer: principal_provenance, a definer function, 0.1 ms a call);
 -- 'skill': the first skills in view, as skill_page gives them (head in content).
 -- The sections' sizes are constants (limits.BRIEF_*), not parameters: the cached plan
 -- of a query whose LIMIT is a parameter is made for an unknown limit (a tenth of the
@@ -69,11 +69,14 @@ GRANT EXECUTE ON FUNCTION skill_page(uuid, uuid[], text[], integer, text, uuid, 
 -- memories_recent, read newest first, stops after a few rows.
 DROP FUNCTION IF EXISTS brief(uuid, uuid[], text[], integer, integer, timestamptz, integer,
                               integer, integer);
+-- Its result gained updated_by_kind (the writer's kind beside its handle): a result
+-- type is not replaced in place.
+DROP FUNCTION IF EXISTS brief(uuid, uuid[], text[], timestamptz);
 CREATE OR REPLACE FUNCTION brief(p_workspace_id uuid, p_owners uuid[], p_contexts text[],
                                  p_since timestamptz)
 RETURNS TABLE (section text, id uuid, owner_id uuid, context_key text, kind text, path text,
                title text, revision integer, updated_at timestamptz, content text, cut boolean,
-               updated_by text)
+               updated_by text, updated_by_kind text)
 LANGUAGE plpgsql STABLE SET search_path = memory, pg_temp
 -- Planned for each call's own values: the generic plan PL/pgSQL would settle on after
 -- five calls knows neither the workspace's size nor the owners and contexts, and at
@@ -85,7 +88,7 @@ BEGIN
     RETURN QUERY
         SELECT 'pinned', m.id, m.owner_id, m.context_key::text, m.kind::text, m.path::text,
                m.title, m.revision, m.updated_at, left(m.body, {{BRIEF_CONTENT_BYTES}}),
-               char_length(m.body) > {{BRIEF_CONTENT_BYTES}}, NULL::text
+               char_length(m.body) > {{BRIEF_CONTENT_BYTES}}, NULL::text, NULL::text
         FROM records_in_view(p_workspace_id, p_owners, p_contexts) AS m
         WHERE m.pinned
           AND m.kind IN ('memories', 'notes')
@@ -106,17 +109,18 @@ BEGIN
             ORDER BY m.updated_at DESC, m.id
             LIMIT {{BRIEF_RECENT_ITEMS}}
         ), writers AS (
-            SELECT w.updated_by, principal_handle(w.updated_by) AS handle
+            SELECT w.updated_by, p.handle, p.kind
             FROM (SELECT DISTINCT r.updated_by FROM recent AS r) AS w
+            CROSS JOIN LATERAL principal_provenance(w.updated_by) AS p
         )
         SELECT 'recent', r.id, r.owner_id, r.context_key::text, r.kind::text, r.path::text,
-               r.title, r.revision, r.updated_at, NULL::text, NULL::boolean, w.handle
+               r.title, r.revision, r.updated_at, NULL::text, NULL::boolean, w.handle, w.kind
         FROM recent AS r
         JOIN writers AS w ON w.updated_by = r.updated_by
         ORDER BY r.updated_at DESC, r.id;
     RETURN QUERY
         SELECT 'skill', s.id, s.owner_id, s.context_key, 'skills', s.path, s.title, s.revision,
-               NULL::timestamptz, s.head, NULL::boolean, NULL::text
+               NULL::timestamptz, s.head, NULL::boolean, NULL::text, NULL::text
         FROM skill_page(p_workspace_id, p_owners, p_contexts, {{SKILL_HEAD_CHARS}}, '',
                         '00000000-0000-0000-0000-000000000000', {{BRIEF_SKILL_ITEMS}}) AS s;
 END

@@ -186,8 +186,27 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 -- read (search_owners), its listening contexts, live records, the kinds asked for.
 -- PL/pgSQL so that the query vector is parsed, and the view's owners and contexts
 -- read, once per call, not once per row (40 ms for 359 records as one SQL statement).
+--
+-- Two ways to the same answer, both under that predicate:
+-- - The HNSW index of the query's dimension first: the nearest vectors of every
+--   workspace, then the predicate joined to them. The index only proposes: a record
+--   outside the view is dropped there and never returned. How many it proposes: at
+--   least p_index_candidates, and enough that twice p_limit are expected to be in
+--   the view (the view's records, from search_statistics, against the vectors the
+--   index holds, from its statistics), at most 1,000 (pgvector's largest
+--   hnsw.ef_search, raised to that for the scan: pgvector 0.6 returns at most that
+--   many rows from an index scan). When at least p_limit survive they are the answer
+--   (approximate as the index is: an exact search would find the same records among
+--   them, had the index been exact).
+-- - The exact scan: every embedded record of the view, sorted by distance. When fewer
+--   survive, and from the start when even 1,000 proposed would not be expected to
+--   hold p_limit of the view (a small workspace in a big database).
+-- No iterative index scan (pgvector 0.8's hnsw.iterative_scan): the same code runs
+-- on the local 0.6.2 and on Aurora. p_index_candidates 0 goes to the exact scan.
+DROP FUNCTION IF EXISTS search_by_meaning(text, text, uuid[], text[], integer);
 CREATE OR REPLACE FUNCTION search_by_meaning(p_query text, p_model text, p_owners uuid[],
-                                             p_kinds text[], p_limit integer)
+                                             p_kinds text[], p_limit integer,
+                                             p_index_candidates integer)
 RETURNS TABLE (memory_id uuid, similarity double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
@@ -196,10 +215,85 @@ DECLARE
     contexts constant text[] := setting_array('app.contexts');
     owners constant uuid[] := search_owners(p_owners);
     q constant public.vector := p_query::public.vector;
+    dims constant integer := public.vector_dims(q);
+    wanted constant integer := least(p_limit, 200);
+    -- Read once the vector type is in use (q above), so pgvector's setting exists
+    -- (40, its default, otherwise); put back after the index scan. No SET clause on
+    -- the function for it: a role that is not a superuser may not attach a setting
+    -- the server does not know yet (the library not loaded in the migrator's session).
+    ef_search constant text := coalesce(current_setting('hnsw.ef_search', true), '40');
+    seqscan constant text := current_setting('enable_seqscan');
+    in_view double precision;
+    indexed double precision;
+    proposed integer := 0;
+    ids uuid[];
+    similarities double precision[];
 BEGIN
     IF ws IS NULL OR contexts IS NULL OR cardinality(owners) = 0
-       OR NOT coalesce('read' = ANY (setting_array('app.grants')), false) THEN
+       OR NOT coalesce('read' = ANY (setting_array('app.grants')), false)
+       OR wanted < 1 THEN
         RETURN;
+    END IF;
+    -- The dimensions with an index (0005_embeddings.sql).
+    IF dims IN (256, 384, 512, 1024) AND p_index_candidates > 0 THEN
+        SELECT v.documents INTO in_view
+        FROM search_view_statistics(ws, owners, contexts, '{""}') AS v;
+        SELECT c.reltuples INTO indexed
+        FROM pg_class AS c WHERE c.oid = format('memory.search_embeddings_%s', dims)::regclass;
+        -- An index never analysed (reltuples -1) or a view without records: the least.
+        proposed := CASE
+            WHEN coalesce(in_view, 0) <= 0 OR coalesce(indexed, 0) <= 0 THEN p_index_candidates
+            ELSE least(1001, greatest(p_index_candidates,
+                                      ceil(2 * wanted * indexed / in_view)::integer))
+        END;
+        IF proposed > 1000 THEN  -- more than pgvector proposes: the view's share is small
+            proposed := CASE WHEN 1000 * in_view / indexed >= wanted THEN 1000 ELSE 0 END;
+        END IF;
+    END IF;
+    -- The cast is the indexed expression, spelled out for the planner, so the
+    -- statement is built per call. The index, never a sequential scan of the vectors
+    -- (chosen for a table the statistics show small, it would be the exact scan
+    -- without the view's filter first).
+    IF proposed >= wanted THEN
+        PERFORM set_config('hnsw.ef_search', proposed::text, true),
+                set_config('enable_seqscan', 'off', true);
+        EXECUTE format($index$
+            WITH near AS MATERIALIZED (
+                SELECT e.memory_id, e.model,
+                       e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
+                           $1::public.vector(%1$s) AS distance
+                FROM search_embeddings AS e
+                WHERE e.dimensions = %1$s
+                ORDER BY e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
+                             $1::public.vector(%1$s)
+                LIMIT $2
+            ), kept AS (
+                SELECT n.memory_id, n.distance
+                FROM near AS n
+                JOIN search_documents AS d ON d.memory_id = n.memory_id
+                WHERE n.model = $3
+                  AND d.workspace_id = $4
+                  AND d.owner_id = ANY ($5)
+                  AND d.context_key = ANY ($6)
+                  AND can_see(d.workspace_id, d.owner_id, d.context_key)
+                  AND is_live(d.expires_at)
+                  AND d.kind = ANY ($7)
+                ORDER BY n.distance
+                LIMIT $8
+            )
+            SELECT array_agg(k.memory_id ORDER BY k.distance),
+                   array_agg(1 - k.distance ORDER BY k.distance)
+            FROM kept AS k
+        $index$, dims)
+        INTO ids, similarities
+        USING q, proposed, p_model, ws, owners, contexts, p_kinds, wanted;
+        PERFORM set_config('hnsw.ef_search', ef_search, true),
+                set_config('enable_seqscan', seqscan, true);
+        IF coalesce(cardinality(ids), 0) >= wanted THEN
+            RETURN QUERY SELECT u.id, u.similarity
+                         FROM unnest(ids, similarities) AS u (id, similarity);
+            RETURN;
+        END IF;
     END IF;
     RETURN QUERY
     SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) q)
@@ -212,11 +306,11 @@ BEGIN
       AND is_live(d.expires_at)
       AND d.kind = ANY (p_kinds)
       AND e.model = p_model
-      AND e.dimensions = public.vector_dims(q)  -- never a distance across dimensions
+      AND e.dimensions = dims  -- never a distance across dimensions
     ORDER BY e.embedding OPERATOR(public.<=>) q
-    LIMIT least(p_limit, 200);
+    LIMIT wanted;
 END
 $$;
-REVOKE ALL ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer)
+REVOKE ALL ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION search_by_meaning(text, text, uuid[], text[], integer, integer)
     TO memory_runtime;

@@ -341,11 +341,15 @@ CREATE OR REPLACE TRIGGER memberships_ended AFTER DELETE ON memberships
 
 -- Invite a subject (a pending invitation for it is replaced: new grants, new expiry,
 -- same id). Expired invitations of the workspace go first. No row: the workspace
--- already holds p_max pending invitations for other subjects.
+-- already holds p_max pending invitations for other subjects. The inviter is shown by
+-- handle and kind (principal_provenance); the kind was added to the result, and a
+-- result type is not replaced in place.
+DROP FUNCTION IF EXISTS admin_invite(text, text[], boolean, interval, integer);
 CREATE OR REPLACE FUNCTION admin_invite(p_subject text, p_grants text[], p_personal boolean,
                                         p_ttl interval, p_max integer)
 RETURNS TABLE (id uuid, subject text, grants text[], personal_namespace boolean,
-               invited_by text, created_at timestamptz, expires_at timestamptz)
+               invited_by text, invited_by_kind text, created_at timestamptz,
+               expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 #variable_conflict use_column
@@ -360,33 +364,43 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    INSERT INTO invitations AS i
-        (workspace_id, subject, grants, personal_namespace, invited_by, expires_at)
-    VALUES (ws, p_subject, p_grants, p_personal, me, now() + p_ttl)
-    ON CONFLICT (workspace_id, subject) DO UPDATE
-        SET grants = EXCLUDED.grants, personal_namespace = EXCLUDED.personal_namespace,
-            invited_by = EXCLUDED.invited_by, created_at = now(),
-            expires_at = EXCLUDED.expires_at
-    RETURNING i.id, i.subject, i.grants, i.personal_namespace, principal_handle(i.invited_by),
-              i.created_at, i.expires_at;
+    WITH made AS (
+        INSERT INTO invitations AS i
+            (workspace_id, subject, grants, personal_namespace, invited_by, expires_at)
+        VALUES (ws, p_subject, p_grants, p_personal, me, now() + p_ttl)
+        ON CONFLICT (workspace_id, subject) DO UPDATE
+            SET grants = EXCLUDED.grants, personal_namespace = EXCLUDED.personal_namespace,
+                invited_by = EXCLUDED.invited_by, created_at = now(),
+                expires_at = EXCLUDED.expires_at
+        RETURNING i.id, i.subject, i.grants, i.personal_namespace, i.invited_by,
+                  i.created_at, i.expires_at
+    )
+    SELECT made.id, made.subject, made.grants, made.personal_namespace, w.handle, w.kind,
+           made.created_at, made.expires_at
+    FROM made
+    CROSS JOIN LATERAL principal_provenance(made.invited_by) AS w;
 END
 $$;
 REVOKE ALL ON FUNCTION admin_invite(text, text[], boolean, interval, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION admin_invite(text, text[], boolean, interval, integer)
     TO memory_runtime;
 
--- The workspace's pending invitations, oldest first.
+-- The workspace's pending invitations, oldest first, each with its inviter's handle
+-- and kind (added to the result, so the function is made again).
+DROP FUNCTION IF EXISTS admin_invitations();
 CREATE OR REPLACE FUNCTION admin_invitations()
 RETURNS TABLE (id uuid, subject text, grants text[], personal_namespace boolean,
-               invited_by text, created_at timestamptz, expires_at timestamptz)
+               invited_by text, invited_by_kind text, created_at timestamptz,
+               expires_at timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 AS $$
 BEGIN
     PERFORM require_admin();
     RETURN QUERY
-    SELECT i.id, i.subject, i.grants, i.personal_namespace, principal_handle(i.invited_by),
+    SELECT i.id, i.subject, i.grants, i.personal_namespace, w.handle, w.kind,
            i.created_at, i.expires_at
     FROM invitations AS i
+    CROSS JOIN LATERAL principal_provenance(i.invited_by) AS w
     WHERE i.workspace_id = setting_uuid('app.workspace_id') AND i.expires_at > now()
     ORDER BY i.created_at, i.id;
 END

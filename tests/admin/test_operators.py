@@ -237,9 +237,14 @@ def test_erasing_a_person_leaves_no_trace_of_their_personal_content(
     # as null in provenance, like any departed member's); bob's own history is his.
     plan = bobs.read(uri="memory://workspace/notes/plan.md", history=True)
     assert plan["content"] == f"{shared} plan" and plan["created_by"] is None
+    assert plan["created_by_kind"] is None  # nor what kind of principal it was
     changed = bobs.read(uri="memory://workspace/notes/bob.md", history=True)
     assert changed["content"] == f"{shared} v2" and changed["updated_by"] is None
-    assert [h["by"] for h in changed["history"]] == [None, f"bob-{tag}"]
+    assert (changed["updated_by_kind"], changed["created_by_kind"]) == (None, "person")
+    assert [(h["by"], h["by_kind"]) for h in changed["history"]] == [
+        (None, None),
+        (f"bob-{tag}", "person"),
+    ]
     writers = owner.execute(
         "SELECT DISTINCT writer_id FROM memory.revisions WHERE workspace_id = %s", (one.id,)
     ).fetchall()
@@ -247,6 +252,10 @@ def test_erasing_a_person_leaves_no_trace_of_their_personal_content(
     trail = call(admin_service, one.slug, "GET", "/audit", bob).body["events"]
     assert trail[0]["operation"] == "person.erase"
     assert {e["actor"] for e in trail if e["operation"] != "person.erase"} >= {report.pseudonym_id}
+    # The pseudonym is no member: neither a handle nor a kind is shown for it.
+    assert {
+        (e["actor_handle"], e["actor_kind"]) for e in trail if e["actor"] == report.pseudonym_id
+    } == {(None, None)}
     with pytest.raises(AdminError):
         operators.erase_person(owner, dave.subject)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 import psycopg
+import pytest
 from memory_server.admin import operators
 
 from tests.stack_clients import admin, client_token, mcp_status, mcp_tools, person
@@ -76,6 +77,19 @@ def test_an_agent_key_authenticates_reaches_its_tools_and_dies_on_revocation(sta
         ).status_code
         == 403
     )
+
+    # Issue 33: a key cannot take a member's handle (the admin's, kim): 409, and the app
+    # client the management function made for it is deleted from the pool again.
+    calls = len(stack.lambdas.calls)
+    clash = api.post("/agent-keys", json={"name": "kim", "scopes": ["memory/read"]})
+    assert clash.status_code == 409 and "taken by another member" in clash.json()["message"]
+    made_then_gone = stack.lambdas.calls[calls:]
+    assert [event["action"] for _, event in made_then_gone] == [
+        "create_agent_client",
+        "delete_agent_client",
+    ]
+    with pytest.raises(Exception, match="ResourceNotFound"):
+        stack.aws.describe_client(made_then_gone[1][1]["client_id"])
 
     revoked = api.delete(f"/agent-keys/{keys['reader']['client_id']}")
     assert revoked.json() == {"revoked": keys["reader"]["client_id"], "client_deleted": True}

@@ -1,21 +1,26 @@
 """Unique handles (issue 33, parts 1 and 2): no newcomer and no agent key takes the
 handle of a member, however it is spelt (case, fullwidth forms, Cyrillic or Greek
-look-alikes), so that provenance says truthfully who wrote a record. Each case goes
-through the real admin API over the real database; the last ones show the rule is the
-database's own, whichever role inserts the membership."""
+look-alikes), so that provenance says truthfully who wrote a record; and wherever
+provenance is shown, the writer's kind (a person, or a service: an agent key) stands
+beside its handle. Each case goes through the real admin API and tools over the real
+database; the rule's cases show it is the database's own, whichever role inserts the
+membership."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
+import jsonschema
 import psycopg
 import pytest
 from memory_server.admin import operators
 from memory_server.domain.errors import AdminError
 
-from tests.admin.conftest import call, create_agent_key
+from tests.admin.conftest import ALL_SCOPES, call, create_agent_key
 from tests.admin.test_invitations import Someone, accept, invite
+from tests.endpoint.conftest import api_event
 
 RULE = "taken by another member of this workspace"
 
@@ -85,6 +90,22 @@ def test_a_known_person_whose_handle_a_member_holds_cannot_join(world, ws, admin
     answer = accept(admin_service, ws.slug, other, invitation["id"])
     assert answer.status == 409 and RULE in answer.body["message"], answer.body
     assert handles(admin_service, ws, alice) == ["alice"]
+
+
+def test_another_workspaces_service_whose_handle_a_member_holds_cannot_join(
+    ws, owner, admin_service
+) -> None:  # type: ignore[no-untyped-def]
+    # A service is named by its own handle (it names none when it accepts): one that
+    # folds to a member's is refused like a person, and joins nothing.
+    alice = ws.person("alice")
+    look_alike = Someone(f"svc-{uuid.uuid4().hex[:8]}")
+    operators.ensure_principal(owner, "service", look_alike.subject, "\u0430lice")  # Cyrillic а
+    invitation = invite(admin_service, ws, alice, look_alike.subject).body
+    answer = accept(admin_service, ws.slug, look_alike, invitation["id"], as_service=True)
+    assert answer.status == 409 and RULE in answer.body["message"], answer.body
+    assert handles(admin_service, ws, alice) == ["alice"]
+    pending = call(admin_service, ws.slug, "GET", "/invitations", alice).body["invitations"]
+    assert [i["id"] for i in pending] == [invitation["id"]]  # still open for a rename
 
 
 def test_an_admin_cannot_name_an_agent_key_like_a_member(ws, admin_service, directory) -> None:  # type: ignore[no-untyped-def]
@@ -157,3 +178,156 @@ def test_an_operator_cannot_add_a_member_with_a_taken_handle(ws, owner) -> None:
     with pytest.raises(AdminError) as refused:
         operators.set_membership(owner, ws.id, twin, ["read"])
     assert refused.value.status == 409 and RULE in refused.value.message
+
+
+# -- issue 33: where provenance is shown, the principal's kind beside its handle --------
+
+KINDS = ["person", "service", None]
+
+
+def tool(service: Any, slug: str, subject: str, scopes: list[str], name: str, **args: Any) -> Any:
+    """One ``tools/call`` through the real service; ``scopes`` without ``memory/admin``
+    stand for an agent key's client-credentials token (its client id is its subject)."""
+    key = "memory/admin" not in scopes
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": args}
+    answer = service.invoke(
+        api_event(
+            "ANY /w/{workspace}/mcp",
+            f"/w/{slug}/mcp",
+            {"workspace": slug},
+            sub=subject,
+            scopes=scopes,
+            method="POST",
+            headers={"mcp-protocol-version": "2025-11-25"},
+            body=body,
+            client_id=subject if key else "test-client",
+        )
+    )
+    assert answer["statusCode"] == 200, answer
+    result = json.loads(answer["body"])["result"]
+    assert result["isError"] is False, result
+    return result["structuredContent"]
+
+
+def output_schemas(service: Any, slug: str, subject: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = service.invoke(
+        api_event(
+            "ANY /w/{workspace}/mcp",
+            f"/w/{slug}/mcp",
+            {"workspace": slug},
+            sub=subject,
+            scopes=ALL_SCOPES,
+            method="POST",
+            headers={"mcp-protocol-version": "2025-11-25"},
+            body=body,
+        )
+    )
+    tools = json.loads(answer["body"])["result"]["tools"]
+    return {t["name"]: t["outputSchema"] for t in tools}
+
+
+def test_tools_list_names_the_writers_kind_beside_each_handle(ws, admin_service) -> None:  # type: ignore[no-untyped-def]
+    schemas = output_schemas(admin_service, ws.slug, ws.person("alice").subject)
+    read = schemas["memory_read"]
+    for field in ("created_by_kind", "updated_by_kind"):
+        assert read["properties"][field]["enum"] == KINDS and field in read["required"]
+    entry = read["properties"]["history"]["items"]
+    assert entry["properties"]["by_kind"]["enum"] == KINDS and "by_kind" in entry["required"]
+    recent = schemas["memory_brief"]["properties"]["recent"]["items"]
+    assert recent["properties"]["updated_by_kind"]["enum"] == KINDS
+    assert "updated_by_kind" in recent["required"]
+    # memory_scopes names the caller's kind with the same words.
+    principal = schemas["memory_scopes"]["properties"]["principal"]
+    assert principal["properties"]["kind"]["enum"] == KINDS[:2]
+
+
+def test_provenance_shows_whether_a_person_or_an_agent_key_wrote(ws, admin_service) -> None:  # type: ignore[no-untyped-def]
+    alice = ws.person("alice")
+    made = create_agent_key(
+        admin_service, ws.slug, alice, "alice-bot", ["memory/read", "memory/write.shared"]
+    )
+    assert made.status == 201, made.body
+    key = made.body["client_id"]
+    key_scopes = ["memory/read", "memory/write.shared"]
+
+    def as_alice(name: str, **args: Any) -> Any:
+        return tool(admin_service, ws.slug, alice.subject, ALL_SCOPES, name, **args)
+
+    def as_key(name: str, **args: Any) -> Any:
+        return tool(admin_service, ws.slug, key, key_scopes, name, **args)
+
+    plan, mine = "memory://workspace/notes/plan.md", "memory://workspace/notes/mine.md"
+    written = as_alice("memory_write", uri=plan, content="v1", expected_revision=0)
+    as_key("memory_write", uri=plan, content="v2 by the key", expected_revision=1)
+    as_alice("memory_write", uri=mine, content="alice's", expected_revision=0)
+
+    def writers(read: Any) -> tuple[Any, ...]:
+        return (
+            read["created_by"],
+            read["created_by_kind"],
+            read["updated_by"],
+            read["updated_by_kind"],
+        )
+
+    schemas = output_schemas(admin_service, ws.slug, alice.subject)
+
+    def checked(name: str, result: Any) -> Any:
+        jsonschema.validate(result, schemas[name], cls=jsonschema.Draft202012Validator)
+        return result
+
+    # By path (with history) and by id: the person created it, the key changed it.
+    read = checked("memory_read", as_alice("memory_read", uri=plan, history=True))
+    assert writers(read) == ("alice", "person", "alice-bot", "service")
+    assert [(h["by"], h["by_kind"]) for h in read["history"]] == [
+        ("alice-bot", "service"),
+        ("alice", "person"),
+    ]
+    by_id = checked("memory_read", as_alice("memory_read", uri=f"memory://record/{written['id']}"))
+    assert writers(by_id) == writers(read)
+    # A revision is its own writer's; as_of reads the revision current then.
+    first = as_alice("memory_read", uri=f"memory://record/{written['id']}/revisions/1")
+    assert writers(checked("memory_read", first)) == ("alice", "person", "alice", "person")
+    second = as_alice("memory_read", uri=f"memory://record/{written['id']}/revisions/2")
+    assert writers(second) == ("alice-bot", "service", "alice-bot", "service")
+    now = as_alice("memory_read", uri=plan, as_of="2999-01-01T00:00:00Z")
+    assert writers(checked("memory_read", now)) == writers(second)
+    # The key reads the same provenance of the same record.
+    assert writers(as_key("memory_read", uri=plan)) == writers(read)
+
+    # The briefing's recent changes: each writer by handle and kind.
+    brief = checked("memory_brief", as_alice("memory_brief", max_bytes=16384))
+    assert [(r["uri"], r["updated_by"], r["updated_by_kind"]) for r in brief["recent"]] == [
+        (mine, "alice", "person"),
+        (plan, "alice-bot", "service"),
+    ]
+
+    # The admin API: the audit trail's actors, the key's maker, an invitation's sender.
+    events = call(admin_service, ws.slug, "GET", "/audit", alice).body["events"]
+    assert [(e["operation"], e["actor_handle"], e["actor_kind"]) for e in events][:4] == [
+        ("create", "alice", "person"),
+        ("replace", "alice-bot", "service"),
+        ("create", "alice", "person"),
+        ("agent_key.create", "alice", "person"),
+    ]
+    keys = call(admin_service, ws.slug, "GET", "/agent-keys", alice).body["agent_keys"]
+    assert [(k["created_by"], k["created_by_kind"]) for k in keys] == [("alice", "person")]
+    sent = invite(admin_service, ws, alice, f"new-{uuid.uuid4().hex[:10]}")
+    assert (sent.body["invited_by"], sent.body["invited_by_kind"]) == ("alice", "person")
+    pending = call(admin_service, ws.slug, "GET", "/invitations", alice).body["invitations"]
+    assert [(i["invited_by"], i["invited_by_kind"]) for i in pending] == [("alice", "person")]
+
+    # A revoked key is no member: its handle and its kind go together (null).
+    assert call(admin_service, ws.slug, "DELETE", f"/agent-keys/{key}", alice).status == 200
+    read = checked("memory_read", as_alice("memory_read", uri=plan, history=True))
+    assert writers(read) == ("alice", "person", None, None)
+    assert [h["by_kind"] for h in read["history"]] == [None, "person"]
+    brief = as_alice("memory_brief", max_bytes=16384)
+    assert [(r["updated_by"], r["updated_by_kind"]) for r in brief["recent"]] == [
+        ("alice", "person"),
+        (None, None),
+    ]
+    events = call(admin_service, ws.slug, "GET", "/audit", alice).body["events"]
+    replaced = next(e for e in events if e["operation"] == "replace")
+    assert (replaced["actor_handle"], replaced["actor_kind"]) == (None, None)

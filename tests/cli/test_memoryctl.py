@@ -113,6 +113,7 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     assert client_token(stack, key["client_id"], key["client_secret"]).status_code == 200
     keys = as_json(memoryctl(stack, "--json", *ws, "keys", "list"))["agent_keys"]
     assert [k["client_id"] for k in keys] == [key["client_id"]]
+    assert (keys[0]["created_by"], keys[0]["created_by_kind"]) == ("alice", "person")
     memoryctl(stack, *ws, "keys", "revoke", key["client_id"])
     assert client_token(stack, key["client_id"], key["client_secret"]).status_code == 401
 
@@ -194,6 +195,10 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
 
     trail = as_json(memoryctl(stack, "--json", *ws, "audit", "--all", "--limit", "3"))["events"]
     operations = [e["operation"] for e in trail]
+    # Each actor with its kind: the admin a person, the agent key a service.
+    kinds = {(e["actor_handle"], e["actor_kind"]) for e in trail if e["actor_handle"]}
+    assert ("alice", "person") in kinds
+    assert all(kind in ("person", "service") for _, kind in kinds)
     for expected in (
         "workspace.create",
         "member.add",
@@ -234,6 +239,15 @@ def test_memoryctl_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no
     assert mcp_status(stack, erin, source) == 404  # pending: nothing yet
     joined = as_json(memoryctl(stack, "--json", *as_erin, "--handle", f"erin-{tag}"))
     assert joined["handle"] == f"erin-{tag}"
+    # Issue 33: the operator's rename cannot give her a member's handle, however spelt.
+    taken = memoryctl(stack, "identities", "rename", erin_sub, "--handle", "ALICE", check=False)
+    assert taken.returncode == 1 and "taken by another member" in taken.stderr
+    renamed = memoryctl(
+        stack, "--json", "identities", "rename", erin_sub, "--handle", f"erin2-{tag}"
+    )
+    assert as_json(renamed)["handle"] == f"erin2-{tag}"
+    members = as_json(memoryctl(stack, "--json", *ws, "members", "list"))["members"]
+    assert {m["handle"] for m in members if m["subject"] == erin_sub} == {f"erin2-{tag}"}
     # A withdrawn invitation is gone; a service is made known by the operator first.
     service = f"svc{tag}"
     memoryctl(stack, "identities", "add", service, "--handle", "indexer", "--kind", "service")

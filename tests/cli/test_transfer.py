@@ -315,6 +315,9 @@ def test_pin_and_expiry_travel_and_an_expired_export_is_not_brought_back(
     transfer.export_namespace(ServiceTools(admin_service, ws, alice), "workspace", tmp_path)
     exported, _ = transfer.parse((tmp_path / "workspace/notes/pinned.md").read_text())
     assert (exported["pinned"], exported["expires_at"]) == (True, None)
+    # Who wrote it travels with the kind beside each handle.
+    writers = [exported[f] for f in ("created_by", "created_by_kind", "updated_by_kind")]
+    assert writers == ["alice", "person", "person"]
     lapsing, _ = transfer.parse((tmp_path / "workspace/notes/lapsing.md").read_text())
     assert lapsing["pinned"] is False and lapsing["expires_at"].startswith(later[:16])
     # The third one's time passes before the import.

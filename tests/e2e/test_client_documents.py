@@ -28,13 +28,13 @@ import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import OAuthClientMetadata
 from memory_server.signin.cimd import ClientDocuments, DocumentFetcher, is_public_address
 from pydantic import AnyUrl
 
 from tests.e2e.conftest import call, run
 from tests.e2e.test_oauth import MemoryStorage
-from tests.e2e.test_signin_consent import CHALLENGE, hidden_fields
+from tests.e2e.test_signin_consent import CHALLENGE, ConsentingBrowser, hidden_fields
 from tests.signin.cimd_servers import Server, by_url, https_server, make_certificate
 
 HOSTS = ("client.test", "claude.ai", "chatgpt.com", "vscode.dev")
@@ -172,43 +172,6 @@ def published(stack: Any) -> Iterator[Server]:
 
 def fetched_paths(server: Server) -> list[str]:
     return [r.split(b" ", 2)[1].decode() for r in server.requests]
-
-
-class ConsentingBrowser:
-    """alice's browser: opens the authorization URL, approves on the consent page (its
-    form, its cookie, this origin), follows the redirects and keeps the client's."""
-
-    def __init__(self, origin: str, callback: str) -> None:
-        self.origin = origin
-        self.callback_uri = callback
-        self.pages: list[str] = []
-        self.opened: list[str] = []
-        self.redirect: dict[str, list[str]] = {}
-
-    async def open(self, authorization_url: str) -> None:
-        self.opened.append(authorization_url)
-        async with httpx2.AsyncClient(timeout=30) as browser:
-            page = await browser.get(f"{authorization_url}&login_hint=alice")
-            assert page.status_code == 200, page.text
-            self.pages.append(page.text)
-            response = await browser.post(
-                f"{self.origin}/authorize",
-                data={**hidden_fields(page), "decision": "approve"},
-                headers={"Origin": self.origin},
-            )
-            for _ in range(3):
-                assert response.status_code == 302, response.text
-                location = response.headers["location"]
-                if location.startswith(self.callback_uri + "?"):
-                    self.redirect = parse_qs(urlsplit(location).query)
-                    return
-                response = await browser.get(location)
-        raise AssertionError("never redirected to the client")
-
-    async def callback(self) -> AuthorizationCodeResult:
-        return AuthorizationCodeResult(
-            code=self.redirect["code"][0], state=self.redirect.get("state", [None])[0]
-        )
 
 
 @pytest.mark.slow

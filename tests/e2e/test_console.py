@@ -234,6 +234,8 @@ def test_create_edit_with_a_conflict_pin_expire_correct_and_delete(stack, page: 
     page.get_by_role("button", name="Create").click()
     expect(page.locator("#record-uri")).to_have_text(uri)
     expect(page.locator("#record-revision")).to_have_text("1")
+    # Who wrote it: the handle and its kind.
+    expect(page.locator("dl.facts")).to_contain_text("by alice (person)")
     shot(page, "record")
 
     # Edit, while an agent changes the record underneath: the save conflicts.
@@ -253,6 +255,7 @@ def test_create_edit_with_a_conflict_pin_expire_correct_and_delete(stack, page: 
     expect(page.locator("#conflict-mine")).to_contain_text("Tuesdays")
     expect(page.locator("#conflict-theirs")).to_contain_text("Window seat")
     expect(page.locator("#conflict .diff")).to_contain_text("Window seat")
+    expect(page.locator("#conflict")).to_contain_text("(by alice (person),")
     shot(page, "conflict")
     page.get_by_role("button", name="Keep mine").click()
     expect(page.locator("#record-revision")).to_have_text("3")
@@ -277,6 +280,7 @@ def test_create_edit_with_a_conflict_pin_expire_correct_and_delete(stack, page: 
     expect(page.locator(".content").first).to_contain_text("Prefers coffee")
     expect(page.locator(".content").first).not_to_contain_text("Prefers tea")
     expect(page.locator("table.history")).to_contain_text("supersede")
+    expect(page.locator("table.history")).to_contain_text("alice (person)")
 
     # A revision's content and the difference between two.
     page.get_by_role("button", name="View r1").click()
@@ -388,7 +392,7 @@ def test_an_admin_creates_and_revokes_an_agent_key_and_reads_the_audit_trail_and
     assert "agent_key.create" not in page.locator("#audit-rows").inner_text()
     page.locator("#filter-operation").select_option("")
     page.locator("#filter-writer").fill("alice")
-    expect(page.locator("#audit-rows tr").first).to_contain_text("alice")
+    expect(page.locator("#audit-rows tr").first).to_contain_text("alice (person)")
 
     # The chart counts what the admin API reports for the last 30 days.
     chart = page.locator("svg.chart")

@@ -125,6 +125,44 @@ def test_dm_memory_never_reaches_a_channel(stack) -> None:  # type: ignore[no-un
     run(scenario())
 
 
+@pytest.mark.parametrize("expected_version", list(MODES))
+def test_provenance_says_whether_a_person_or_a_service_wrote(stack, expected_version: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 33: beside each writer's handle, its kind (alice a person, release-bot a
+    service identity), in reads, history, revisions and the briefing; the SDK client
+    checks every structured result against the tool's output schema."""
+    uri = f"memory://workspace/notes/provenance-{uuid.uuid4().hex[:8]}.md"
+    mode = MODES[expected_version]
+
+    async def scenario() -> None:
+        async with connect(stack, "alice", mode=mode) as alice:
+            listed = {t.name: t.output_schema for t in (await alice.list_tools()).tools}
+            read_schema = listed["memory_read"]
+            assert read_schema is not None
+            assert {"created_by_kind", "updated_by_kind"} <= set(read_schema["required"])
+            made = await create(alice, uri, "planned by alice")
+        async with connect(stack, "release-bot", mode=mode) as bot:
+            await call(bot, "memory_write", uri=uri, content="shipped", expected_revision=1)
+        async with connect(stack, "alice", mode=mode) as alice:
+            read = await call(alice, "memory_read", uri=uri, history=True)
+            assert (read["created_by"], read["created_by_kind"]) == ("alice", "person")
+            assert (read["updated_by"], read["updated_by_kind"]) == ("release-bot", "service")
+            assert [(h["by"], h["by_kind"]) for h in read["history"]] == [
+                ("release-bot", "service"),
+                ("alice", "person"),
+            ]
+            first = await call(
+                alice, "memory_read", uri=f"memory://record/{made['id']}/revisions/1"
+            )
+            assert (first["updated_by"], first["updated_by_kind"]) == ("alice", "person")
+            brief = await call(alice, "memory_brief", max_bytes=16384)
+            recent = [r for r in brief["recent"] if r["id"] == made["id"]]
+            assert [(r["updated_by"], r["updated_by_kind"]) for r in recent] == [
+                ("release-bot", "service")
+            ]
+
+    run(scenario())
+
+
 def _raw_post(
     stack, who: str, workspace: str, body: dict, context: str | None = None
 ) -> httpx2.Response:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import secrets
 import time
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
@@ -57,13 +58,14 @@ def _code(stack: DevStack, authorize_path: str, client_id: str) -> tuple[str, st
     return parse_qs(urlsplit(location).query)["code"][0], verifier
 
 
-def _sign_in(stack: DevStack) -> str:
-    """alice's sign-in through the front door: its first (rotating) refresh token."""
+def _signed_in(stack: DevStack, authorize_path: str, token_path: str) -> dict[str, Any]:
+    """alice signs in at ``authorize_path``; the tokens ``token_path`` exchanges her
+    code for."""
     client = people_client(stack)
-    code, verifier = _code(stack, "/authorize", client)
+    code, verifier = _code(stack, authorize_path, client)
     exchanged = _post(
         stack,
-        "/token",
+        token_path,
         {
             "grant_type": "authorization_code",
             "code": code,
@@ -73,7 +75,12 @@ def _sign_in(stack: DevStack) -> str:
         },
     )
     assert exchanged.status_code == 200, exchanged.text
-    token = str(exchanged.json()["refresh_token"])
+    return dict(exchanged.json())
+
+
+def _sign_in(stack: DevStack) -> str:
+    """alice's sign-in through the front door: its first (rotating) refresh token."""
+    token = str(_signed_in(stack, "/authorize", "/token")["refresh_token"])
     assert token.startswith(REFRESH_PREFIX)
     return token
 
@@ -139,21 +146,8 @@ def test_a_revoked_refresh_token_mints_nothing_and_its_family_is_dead(stack: Dev
 def test_a_pool_refresh_token_is_revoked_at_the_pool(stack: DevStack) -> None:
     """Tokens the pool issued itself (the console's, from the pool's token endpoint)."""
     client = people_client(stack)
-    code, verifier = _code(stack, "/oauth2/authorize", client)
-    exchanged = _post(
-        stack,
-        "/oauth2/token",
-        {
-            "grant_type": "authorization_code",
-            "code": code,
-            "client_id": client,
-            "redirect_uri": PEOPLE_REDIRECT,
-            "code_verifier": verifier,
-        },
-    )
-    assert exchanged.status_code == 200, exchanged.text
-    token = exchanged.json()["refresh_token"]
-    access = exchanged.json()["access_token"]
+    tokens = _signed_in(stack, "/oauth2/authorize", "/oauth2/token")
+    token, access = tokens["refresh_token"], tokens["access_token"]
     assert not token.startswith(REFRESH_PREFIX)
 
     # Another client may not revoke it, nor may an access token be revoked here.

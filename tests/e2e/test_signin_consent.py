@@ -131,14 +131,18 @@ def test_the_reported_token_theft_no_longer_works(stack: Any) -> None:
 class ConsentingBrowser:
     """alice's browser for a client whose redirect leaves the machine: it opens the
     authorization URL, reads the consent page, approves (the page's form, with the
-    page's cookie and this origin), follows the redirects and hands the code back."""
+    page's cookie and this origin), follows the redirects to ``callback`` (the client's
+    redirect URI) and hands the code back."""
 
-    def __init__(self, origin: str) -> None:
+    def __init__(self, origin: str, callback: str = CALLBACK) -> None:
         self.origin = origin
+        self.callback_uri = callback
         self.pages: list[str] = []
+        self.opened: list[str] = []
         self.redirect: dict[str, list[str]] = {}
 
     async def open(self, authorization_url: str) -> None:
+        self.opened.append(authorization_url)
         async with httpx2.AsyncClient(timeout=30) as browser:
             page = await browser.get(f"{authorization_url}&login_hint=alice")
             assert page.status_code == 200, page.text
@@ -151,7 +155,7 @@ class ConsentingBrowser:
             for _ in range(3):
                 assert response.status_code == 302, response.text
                 location = response.headers["location"]
-                if location.startswith(CALLBACK):
+                if location.startswith(self.callback_uri + "?"):
                     self.redirect = parse_qs(urlsplit(location).query)
                     return
                 response = await browser.get(location)

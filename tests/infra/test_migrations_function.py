@@ -367,6 +367,26 @@ def test_operator_tasks_run_as_the_owner(cluster: Cluster) -> None:
         )
     with pytest.raises(ValueError, match="unknown operator task"):
         app.handle_operator({"operator": "drop_everything"}, env=env, secrets=fake)
+    # Issue 33: no member joins with a handle a member holds, spelt however (here a
+    # service named in fullwidth letters beside the person alice); nothing is added.
+    with pytest.raises(ValueError, match="add_member: handle: taken by another member"):
+        app.handle_operator(
+            {
+                "operator": "add_member",
+                "workspace": slug,
+                "kind": "service",
+                "subject": f"twin-{slug}",
+                "handle": "\uff21lice",
+                "grants": ["read"],
+            },
+            env=env,
+            secrets=fake,
+        )
+    with psycopg.connect(cluster.owner_url) as owner:
+        assert owner.execute(
+            "SELECT count(*) FROM memory.memberships WHERE workspace_id = %s",
+            (made["workspace_id"],),
+        ).fetchone() == (2,)
 
 
 def test_create_workspace_keeps_an_existing_workspaces_memory_feature(cluster: Cluster) -> None:

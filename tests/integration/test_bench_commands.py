@@ -44,3 +44,39 @@ def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> N
         assert results[tool]["wall"]["p50"] > 0, tool
     for change in ("memory_write (create)", "memory_remember", "memory_delete"):
         assert results[change]["publish_wall"]["p50"] > 0, change
+
+
+def test_provenance_bench_times_both_forms_of_each_statement(tmp_path: Path) -> None:
+    output = tmp_path / "provenance.json"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.provenance_bench",
+            "--records",
+            "4",
+            "--iterations",
+            "6",
+            "--warmup",
+            "2",
+            "--output",
+            str(output),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(output.read_text())
+    for statement in ("read_by_path", "history"):
+        assert {form: r["n"] for form, r in report["results"][statement].items()} == {
+            "before": 6,
+            "after": 6,
+        }
+        after = "\n".join(report["plans"][statement]["after"])
+        assert "principal_provenance" in after
+        assert "principal_provenance" not in "\n".join(report["plans"][statement]["before"])

@@ -346,6 +346,14 @@ def test_a_member_sees_only_its_own_memberships(cluster, team) -> None:  # type:
         assert conn.execute("SELECT count(*) FROM memory.contexts").fetchone() == (0,)
         # Provenance still names other members (the principals policy asks no membership
         # rows of the caller's).
+        writers = set(
+            conn.execute(
+                "SELECT w.handle, w.kind FROM memory.memories AS m"
+                " CROSS JOIN LATERAL memory.principal_provenance(m.created_by) AS w"
+            ).fetchall()
+        )
+        assert writers == {("alice", "person"), ("bob", "person")}
+        # The handle alone, as the release before the kind asks for it, agrees.
         handles = {
             h
             for (h,) in conn.execute(

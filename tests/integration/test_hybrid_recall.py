@@ -4,19 +4,32 @@ never stale, and words alone (flagged) when the embedder cannot answer."""
 
 from __future__ import annotations
 
+import math
+import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
 from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
+from memory_server.data.migrate import drop_database
+from memory_server.data.pool import Database, request_settings
+from memory_server.data.provision import Passwords, provision
+from memory_server.data.statements import query
+from memory_server.domain.addresses import KINDS
+from memory_server.domain.caller import Caller
 from memory_server.domain.embedding import (
     EmbedderError,
     EmbeddingSpaceMismatch,
     EmbeddingUnavailable,
+)
+from memory_server.domain.limits import (
+    SEARCH_FUSION_CANDIDATES,
+    SEARCH_MEANING_INDEX_CANDIDATES,
 )
 from memory_server.edge.runtime import build_service, require_embeddings
 from memory_server.operations.embeddings import EmbedJob, backfill
@@ -124,6 +137,40 @@ def test_meaning_never_widens_the_view(world: World, hybrid: Store) -> None:
         assert secret not in uris
         assert "memory://me/notes/diary.md" not in uris  # bob's personal notes, never
     assert [h["uri"] for h in Agent(hybrid, in_dm).search(query=question)["hits"]][:1] == [secret]
+
+
+class Watching:
+    """The real model, and what PostgreSQL was doing for the search while it ran: the
+    statements of backends in a transaction, seen from another connection."""
+
+    def __init__(self, real: LocalEmbedder, cluster) -> None:  # type: ignore[no-untyped-def]
+        self.model, self.dimensions, self._real = real.model, real.dimensions, real
+        self._url = cluster.admin_url  # sees every role's statements
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with psycopg.connect(self._url) as conn:
+            rows = conn.execute(
+                "SELECT query FROM pg_stat_activity"
+                " WHERE state <> 'idle' AND backend_type = 'client backend'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchall()
+        self.seen += [str(r[0]) for r in rows]
+        return self._real.embed(texts)
+
+
+def test_the_words_are_ranked_while_the_question_is_embedded(
+    world: World, hybrid: Store, cluster
+) -> None:  # type: ignore[no-untyped-def]
+    ws = world.workspace()
+    watching = Watching(hybrid.embedder, cluster)  # type: ignore[arg-type]
+    store = Store(hybrid.db, hybrid.cursor_secret, embedder=watching)  # type: ignore[arg-type]
+    agent = Agent(store, ws.caller(ws.person("alice")))
+    agent.write(uri=DEPLOYS, content="Releases go out on Tuesdays.", expected_revision=0)
+    found = agent.search(query="releases Tuesdays")
+    assert found["recall"] == "hybrid" and found["hits"][0]["uri"] == DEPLOYS
+    # The search's transaction was open, its words' statement sent, before the model ran.
+    assert any("memory.search_candidates(" in q for q in watching.seen), watching.seen
 
 
 def test_a_vector_of_an_older_text_is_never_stored(
@@ -305,3 +352,192 @@ def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_w
     finally:
         worker.close()
     assert worker.process.returncode == 0
+
+
+# -- The meaning side's two ways: the vector index first, the exact scan of the view --
+# Vectors here are made up (seeded, unit length) and written as the owner, so which
+# records are nearest the question is known: the model would make that a guess. Each
+# test has a database of its own: how many vectors the index holds decides the way.
+
+MADE_UP = "made-up-model@0"
+
+
+@dataclass
+class Alone:
+    """A database of one test's own: its world, and its owner's URL."""
+
+    world: World
+    owner: psycopg.Connection
+    owner_url: str
+
+
+@pytest.fixture
+def alone(cluster) -> Iterator[Alone]:  # type: ignore[no-untyped-def]
+    database = f"memalone_{secrets.token_hex(6)}"
+    passwords = Passwords(cluster.passwords["owner"], cluster.passwords["runtime"])
+    made = provision(cluster.admin_url, passwords, database=database)
+    db = Database(made.runtime_url, min_size=1, max_size=2)
+    try:
+        with psycopg.connect(made.owner_url, autocommit=True) as owner:
+            store = Store(db, cursor_secret=secrets.token_bytes(32))
+            yield Alone(World(store, owner), owner, made.owner_url)
+    finally:
+        db.close()
+        drop_database(cluster.admin_url, database)
+
+
+def made_up_unit(rng: random.Random, near: Sequence[float] | None = None) -> list[float]:
+    """A random unit vector of 384 dimensions; ``near``: within a small angle of that
+    one (cosine about 0.98; two random ones are about 0)."""
+    made = [rng.gauss(0.0, 1.0) for _ in range(384)]
+    if near is not None:
+        made = [x + 0.01 * n for x, n in zip(near, made, strict=True)]
+    length = math.sqrt(sum(x * x for x in made))
+    return [x / length for x in made]
+
+
+def give_vectors(owner: psycopg.Connection, vectors: dict[str, list[float]]) -> None:
+    """Store these vectors as the owner, take the records off the queue, and analyse
+    the table (what the index holds is read from its statistics)."""
+    with owner.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO memory.search_embeddings"
+            " (memory_id, model, dimensions, content_hash, embedding)"
+            " VALUES (%s, %s, 384, '\\x00', %s::public.vector)",
+            [(i, MADE_UP, data.vector_literal(v)) for i, v in vectors.items()],
+        )
+    owner.execute("DELETE FROM memory.embedding_queue")
+    owner.execute("ANALYZE memory.search_embeddings")
+
+
+def by_meaning(
+    owner_url: str,
+    caller: Caller,
+    question: Sequence[float],
+    index_candidates: int = SEARCH_MEANING_INDEX_CANDIDATES,
+    kinds: Sequence[str] = KINDS,
+) -> tuple[list[str], dict[str, int | bool]]:
+    """The meaning side as a request runs it (the caller's settings, the statement of
+    data/embeddings.py), and what it read in the transaction: scans of the
+    384-dimension vector index, and whether the vectors' table was read any other way
+    (a sequential scan, its primary key: the exact scan)."""
+    with psycopg.connect(owner_url) as conn:
+        conn.execute(query("request_settings"), request_settings(caller, 60_000))
+        found = conn.execute(
+            query("search_by_meaning"),
+            {
+                "vector": data.vector_literal(question),
+                "model": MADE_UP,
+                "owners": caller.visible_owners(),
+                "kinds": list(kinds),
+                "limit": SEARCH_FUSION_CANDIDATES,
+                "index_candidates": index_candidates,
+            },
+        ).fetchall()
+        index = conn.execute(
+            "SELECT pg_stat_get_xact_numscans('memory.search_embeddings_384'::regclass)"
+        ).fetchone()
+        table = conn.execute(
+            "SELECT pg_stat_get_xact_numscans('memory.search_embeddings'::regclass)"
+            " + sum(pg_stat_get_xact_numscans(indexrelid)) FROM pg_index"
+            " WHERE indrelid = 'memory.search_embeddings'::regclass"
+            " AND indexrelid <> 'memory.search_embeddings_384'::regclass"
+        ).fetchone()
+    assert index is not None and table is not None
+    return [str(row[0]) for row in found], {"index": index[0], "exact": table[0] > 0}
+
+
+def notes(agent: Agent, prefix: str, count: int, namespace: str = "workspace") -> list[str]:
+    return [
+        agent.write(
+            uri=f"memory://{namespace}/notes/{prefix}-{i}.md",
+            content=f"{prefix} note {i}",
+            expected_revision=0,
+        )["id"]
+        for i in range(count)
+    ]
+
+
+def nearest(
+    ids: Sequence[str], vectors: dict[str, list[float]], question: Sequence[float]
+) -> list[str]:
+    return sorted(ids, key=lambda i: -sum(x * y for x, y in zip(vectors[i], question, strict=True)))
+
+
+def test_the_index_answers_when_enough_of_the_view_is_near_and_never_widens_it(
+    alone: Alone,
+) -> None:
+    rng = random.Random(30)
+    question = made_up_unit(rng)
+    ws = alone.world.workspace()
+    store = alone.world.store
+    alice, bob = ws.person("alice"), ws.person("bob")
+    ws.register("dm:alice-bob", alice, bob)
+    seen = notes(Agent(store, ws.caller(alice)), "seen", SEARCH_FUSION_CANDIDATES + 30)
+    # The nearest vectors of all are outside alice's view from the workspace: a DM's
+    # records and bob's personal ones.
+    dm = notes(Agent(store, ws.caller(alice, "dm:alice-bob")), "dm", 10)
+    diary = notes(Agent(store, ws.caller(bob)), "diary", 10, namespace="me")
+    vectors = {i: made_up_unit(rng) for i in seen}
+    vectors.update({i: made_up_unit(rng, near=question) for i in dm + diary})
+    give_vectors(alone.owner, vectors)
+
+    found, scans = by_meaning(alone.owner_url, ws.caller(alice), question)
+    assert scans == {"index": 1, "exact": False}  # the index's proposal was the answer
+    assert not set(found) & set(dm + diary)
+    # The exact scan of the view finds the same records in the same order.
+    exact, scans = by_meaning(alone.owner_url, ws.caller(alice), question, index_candidates=0)
+    assert scans == {"index": 0, "exact": True}
+    assert found == exact == nearest(seen, vectors, question)[:SEARCH_FUSION_CANDIDATES]
+    # In the DM its records are the nearest, and bob's diary is still not there.
+    in_dm, scans = by_meaning(alone.owner_url, ws.caller(alice, "dm:alice-bob"), question)
+    assert scans == {"index": 1, "exact": False}
+    assert in_dm[:10] == nearest(dm, vectors, question) and not set(in_dm) & set(diary)
+
+
+def test_a_small_view_in_a_big_index_goes_to_the_exact_scan_at_once(alone: Alone) -> None:
+    rng = random.Random(31)
+    question = made_up_unit(rng)
+    small, big = alone.world.workspace(), alone.world.workspace()
+    alice = small.person("alice")
+    store = alone.world.store
+    mine = notes(Agent(store, small.caller(alice)), "mine", 5)
+    # Another workspace holds more vectors, all nearer the question: 1,000 proposed by
+    # the index would not be expected to hold the candidates wanted from a view of 5.
+    theirs = notes(Agent(store, big.caller(big.person("carol"))), "theirs", 210)
+    vectors = {i: made_up_unit(rng) for i in mine}
+    vectors.update({i: made_up_unit(rng, near=question) for i in theirs})
+    give_vectors(alone.owner, vectors)
+
+    found, scans = by_meaning(alone.owner_url, small.caller(alice), question)
+    assert scans == {"index": 0, "exact": True}
+    assert found == nearest(mine, vectors, question)
+
+
+def test_too_few_of_the_view_among_the_proposed_falls_back_to_the_exact_scan(
+    alone: Alone,
+) -> None:
+    rng = random.Random(32)
+    question = made_up_unit(rng)
+    ws = alone.world.workspace()
+    alice = ws.person("alice")
+    agent = Agent(alone.world.store, ws.caller(alice))
+    # The view is the whole index, but only five of its records are skills: the index
+    # proposes its nearest, too few of them are of the kind asked for, and the exact
+    # scan answers.
+    others = notes(agent, "note", SEARCH_FUSION_CANDIDATES + 30)
+    skills = [
+        agent.write(
+            uri=f"memory://workspace/skills/s{i}/SKILL.md",
+            content=f"---\nname: s{i}\ndescription: skill {i}\n---\n",
+            expected_revision=0,
+        )["id"]
+        for i in range(5)
+    ]
+    vectors = {i: made_up_unit(rng, near=question) for i in others}
+    vectors.update({i: made_up_unit(rng) for i in skills})
+    give_vectors(alone.owner, vectors)
+
+    found, scans = by_meaning(alone.owner_url, ws.caller(alice), question, kinds=["skills"])
+    assert scans == {"index": 1, "exact": True}
+    assert found == nearest(skills, vectors, question)

@@ -45,6 +45,8 @@ def test_write_read_replace_and_history(world) -> None:  # type: ignore[no-untyp
     assert read["title"] == "Deploys"
     assert read["trust"] == "recorded-data"
     assert read["created_by"] == "alice" and read["updated_by"] == "alice"
+    assert read["created_by_kind"] == "person" and read["updated_by_kind"] == "person"
+    assert {(h["by"], h["by_kind"]) for h in read["history"]} == {("alice", "person")}
     assert [h["operation"] for h in read["history"]] == ["replace", "create"]
     assert read["history"][1]["source"] == "test"
 

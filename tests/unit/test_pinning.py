@@ -71,6 +71,9 @@ REMAINING = {
     ("request_settings.sql", "set_config"): "the caller's view that row-level security reads",
     ("resolve_settings.sql", "set_config"): "caller resolution's statement timeout",
     ("publish_commit_async.sql", "set_config"): "the audit mark commits without a WAL flush",
+    ("function search_by_meaning()", "set_config"): (
+        "the vector index scan's hnsw.ef_search, per call, and no sequential scan for it"
+    ),
 }
 
 

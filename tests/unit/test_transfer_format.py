@@ -31,8 +31,10 @@ META: dict[str, Any] = {
     "source": 'chat: "quoted" ünïcödé 🙂',
     "created_at": "2026-01-01T00:00:00.000Z",
     "created_by": "alice",
+    "created_by_kind": "person",
     "updated_at": "2026-01-02T00:00:00.000Z",
     "updated_by": None,
+    "updated_by_kind": None,
     "pinned": True,
     "expires_at": "2027-01-01T00:00:00.000Z",
 }
@@ -71,8 +73,10 @@ metas = st.fixed_dictionaries(
         "source": st.none() | plain_text.filter(bool),
         "created_at": st.just("2026-01-01T00:00:00.000Z"),
         "created_by": st.none() | plain_text,
+        "created_by_kind": st.sampled_from([None, "person", "service"]),
         "updated_at": st.just("2026-01-02T00:00:00.000Z"),
         "updated_by": st.none() | plain_text,
+        "updated_by_kind": st.sampled_from([None, "person", "service"]),
         "pinned": st.booleans(),
         "expires_at": st.none() | st.just("2027-01-01T00:00:00.000Z"),
     }
@@ -282,8 +286,10 @@ class FakeTools:
                 "next_offset": following,
                 "created_at": "2026-01-01T00:00:00.000Z",
                 "created_by": "alice",
+                "created_by_kind": "person",
                 "updated_at": "2026-01-01T00:00:00.000Z",
                 "updated_by": "alice",
+                "updated_by_kind": "person",
             }
         if tool == "memory_write":
             assert arguments["expected_revision"] == 0

@@ -26,12 +26,14 @@ import psycopg
 from memory_server.admin import operators
 from memory_server.data.pool import Database
 from memory_server.data.provision import Passwords, provision
+from memory_server.domain.arguments import BriefArgs
 from memory_server.domain.contexts import parse_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import ContextUnavailable, ToolError
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 from memory_server.operations import embeddings
 from memory_server.operations.membership import resolve_caller
+from memory_server.operations.memory_brief import memory_brief
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
 
@@ -115,7 +117,8 @@ def subject(handle: str) -> str:
 class Tools:
     def __init__(self, runtime_url: str) -> None:
         self.db = Database(runtime_url, min_size=1, max_size=2)
-        self.table = ToolTable(Store(self.db, cursor_secret=CURSOR_SECRET))
+        self.store = Store(self.db, cursor_secret=CURSOR_SECRET)
+        self.table = ToolTable(self.store)
 
     def caller(self, workspace: str, handle: str, context: str) -> Any:
         """The caller, or None where it may not call from there (no member, memory
@@ -142,6 +145,20 @@ class Tools:
             return self.run(caller, tool, **raw)
         except ToolError as error:
             return {"error": error.code}
+
+    def briefing(self, caller: Any) -> dict[str, Any]:
+        """What memory_brief briefs the caller on, in order, before the byte budget
+        fits it to a response (the budget's cut depends on what each item carries, and
+        a release may add to that: the writer's kind beside its handle)."""
+        try:
+            brief = memory_brief(self.store, caller, BriefArgs(), Deadline())
+        except ToolError as error:
+            return {"error": error.code}
+        return {
+            "pinned": [p.summary["uri"] for p in brief.pinned],
+            "recent": [(r["uri"], r["updated_by"]) for r in brief.recent],
+            "skills": [s["uri"] for s in brief.skills],
+        }
 
 
 def fill(admin_url: str, database: str, passwords: Passwords) -> dict[str, str]:
@@ -326,33 +343,17 @@ def view(tools: Tools, caller: Any) -> dict[str, Any]:
         } | {
             "content": hashlib.sha256(str(read.get("content")).encode()).hexdigest(),
             "history": [
-                {k: h.get(k) for k in ("revision", "action", "by", "at")}
+                {k: h.get(k) for k in ("revision", "operation", "by", "at")}
                 for h in read.get("history") or []
             ],
         }
     search = tools.attempt(caller, "memory_search", query="kiwi decisions vendor")
-    brief = tools.attempt(caller, "memory_brief")
     return {
         "listed": sorted(listed),
         "records": records,
         "search": sorted(hit["uri"] for hit in search.get("hits", [])) or search.get("error"),
-        "brief": sorted(_uris(brief)),
+        "brief": tools.briefing(caller),
     }
-
-
-def _uris(document: Any) -> set[str]:
-    """Every record address a result names, wherever it names it."""
-    found: set[str] = set()
-    if isinstance(document, dict):
-        for key, value in document.items():
-            if key == "uri" and isinstance(value, str):
-                found.add(value)
-            else:
-                found |= _uris(value)
-    elif isinstance(document, list):
-        for value in document:
-            found |= _uris(value)
-    return found
 
 
 def main(argv: list[str]) -> None:

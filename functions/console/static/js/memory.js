@@ -2,7 +2,7 @@
 // through the MCP tools only. Record content is rendered as text nodes (plain) or by
 // markdown.js (which builds elements, never parses HTML).
 
-import { h, clear, field, select, checkbox, button, when } from "./ui.js";
+import { h, clear, field, select, checkbox, button, when, writer } from "./ui.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderDiff } from "./diff.js";
 
@@ -263,8 +263,8 @@ export function memoryView(app) {
         h("dt", {}, "Id"), h("dd", {}, record.id),
         h("dt", {}, "Context"), h("dd", {}, record.context),
         h("dt", {}, "Revision"), h("dd", { id: "record-revision" }, String(record.revision)),
-        h("dt", {}, "Updated"), h("dd", {}, `${when(record.updated_at)} by ${record.updated_by || "—"}`),
-        h("dt", {}, "Created"), h("dd", {}, `${when(record.created_at)} by ${record.created_by || "—"}`),
+        h("dt", {}, "Updated"), h("dd", {}, `${when(record.updated_at)} by ${writer(record.updated_by, record.updated_by_kind)}`),
+        h("dt", {}, "Created"), h("dd", {}, `${when(record.created_at)} by ${writer(record.created_by, record.created_by_kind)}`),
         h("dt", {}, "Source"), h("dd", {}, record.source || "—"),
         h("dt", {}, "Pinned"), h("dd", { id: "record-pinned" }, record.pinned ? "yes" : "no"),
         h("dt", {}, "Expires"), h("dd", { id: "record-expires" }, record.expires_at ? when(record.expires_at) : "never"),
@@ -371,7 +371,7 @@ export function memoryView(app) {
             h("td", {}, String(e.revision)),
             h("td", {}, e.operation),
             h("td", {}, when(e.at)),
-            h("td", {}, e.by || "—"),
+            h("td", {}, writer(e.by, e.by_kind)),
             h("td", {}, e.source || ""),
             h("td", {}, readable.includes(e) ? button(`View r${e.revision}`, async () => {
               const rev = await app.run("Reading the revision", () => app.tool("memory_read", { uri: revisionAddress(e.revision), max_bytes: FULL }));
@@ -439,7 +439,7 @@ export function memoryView(app) {
         "section",
         { class: "conflict", id: "conflict", "aria-labelledby": "conflict-title" },
         h("h2", { id: "conflict-title" }, "Someone else changed this record"),
-        h("p", {}, `It is now at revision ${theirs.revision} (by ${theirs.updated_by || "—"}, ${when(theirs.updated_at)}). Choose what to keep.`),
+        h("p", {}, `It is now at revision ${theirs.revision} (by ${writer(theirs.updated_by, theirs.updated_by_kind)}, ${when(theirs.updated_at)}). Choose what to keep.`),
         h(
           "div",
           { class: "two" },

@@ -63,6 +63,13 @@ export function button(text, onClick, attrs = {}) {
   return h("button", { type: "button", ...attrs, on: { click: onClick } }, text);
 }
 
+// A writer as provenance shows it: the handle and its kind ("alice (person)",
+// "ci-bot (service)"), or the fallback for one no longer a member.
+export function writer(handle, kind, fallback = "—") {
+  if (!handle) return fallback;
+  return kind ? `${handle} (${kind})` : handle;
+}
+
 export function when(iso) {
   if (!iso) return "";
   const d = new Date(iso);

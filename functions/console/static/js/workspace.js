@@ -1,7 +1,7 @@
 // "Workspace" (admins): memory on/off, members, invitations, agent keys, private
 // channels and DMs, the audit trail and its chart, all through the admin API.
 
-import { h, append, clear, field, checkbox, button, when } from "./ui.js";
+import { h, append, clear, field, checkbox, button, when, writer } from "./ui.js";
 import { renderChart } from "./chart.js";
 
 const GRANTS = ["read", "write:personal", "write:shared", "delete", "admin"];
@@ -169,7 +169,7 @@ export function workspaceView(app) {
   let events = [];
   let cursor = null;
   const operation = h("select", { id: "filter-operation" }, h("option", { value: "" }, "any"));
-  const writer = h("input", { id: "filter-writer", type: "search", autocomplete: "off" });
+  const writerFilter = h("input", { id: "filter-writer", type: "search", autocomplete: "off" });
   const recordFilter = h("input", { id: "filter-record", type: "search", autocomplete: "off" });
   const rows = h("tbody", { id: "audit-rows" });
   const more = h("p");
@@ -177,13 +177,13 @@ export function workspaceView(app) {
     const ops = [...new Set(events.map((e) => e.operation))].sort();
     const chosen = operation.value;
     append(clear(operation), [h("option", { value: "" }, "any"), ops.map((o) => h("option", { value: o, selected: o === chosen }, o))]);
-    const w = writer.value.trim().toLowerCase();
+    const w = writerFilter.value.trim().toLowerCase();
     const r = recordFilter.value.trim().toLowerCase();
     const shown = events.filter((e) =>
       (!chosen || e.operation === chosen) &&
       (!w || (e.actor_handle || "").toLowerCase().includes(w) || e.actor.includes(w)) &&
       (!r || (e.record_id || "").includes(r) || e.uri.toLowerCase().includes(r)));
-    append(clear(rows), shown.map((e) => h("tr", {}, h("td", {}, when(e.time)), h("td", {}, e.operation), h("td", {}, e.actor_handle || e.actor), h("td", { class: "mono" }, e.uri), h("td", {}, String(e.revision)), h("td", {}, e.source || ""))));
+    append(clear(rows), shown.map((e) => h("tr", {}, h("td", {}, when(e.time)), h("td", {}, e.operation), h("td", {}, writer(e.actor_handle, e.actor_kind, e.actor)), h("td", { class: "mono" }, e.uri), h("td", {}, String(e.revision)), h("td", {}, e.source || ""))));
     if (!shown.length) rows.append(h("tr", {}, h("td", { colspan: 6 }, events.length ? "No event on the loaded pages matches." : "No events.")));
     clear(more).append(`${shown.length} of ${events.length} loaded events shown. `, cursor ? button("Load more", () => quietly(loadAudit(true)), { id: "audit-more" }) : "That is the whole trail.");
   }
@@ -195,10 +195,10 @@ export function workspaceView(app) {
     cursor = page.next_cursor;
     showAudit();
   }
-  for (const input of [operation, writer, recordFilter]) input.addEventListener("input", showAudit);
+  for (const input of [operation, writerFilter, recordFilter]) input.addEventListener("input", showAudit);
   audit.append(
     h("form", { class: "row", on: { submit: (e) => e.preventDefault() } },
-      field("Operation", operation), field("Writer", writer), field("Record (id or address)", recordFilter)),
+      field("Operation", operation), field("Writer", writerFilter), field("Record (id or address)", recordFilter)),
     h("p", { class: "hint" }, "Filters apply to the pages loaded so far; load more to look further back."),
     h("div", { class: "scroll" }, h("table", { id: "audit-table" }, h("thead", {}, h("tr", {}, ["when", "operation", "writer", "record", "revision", "source"].map((t) => h("th", { scope: "col" }, t)))), rows)),
     more,

@@ -182,6 +182,7 @@ def _agent_key(row: AgentKeyRow) -> dict[str, Any]:
         "personal_namespace": row["personal_namespace"],
         "created_at": iso(row["created_at"]),
         "created_by": row["created_by"],
+        "created_by_kind": row["created_by_kind"],
     }
 
 
@@ -373,6 +374,7 @@ def _invitation(caller: Caller, row: InvitationRow) -> m.Invitation:
         grants=row["grants"],
         personal_namespace=row["personal_namespace"],
         invited_by=row["invited_by"],
+        invited_by_kind=row["invited_by_kind"],
         created_at=iso(row["created_at"]),
         expires_at=iso(row["expires_at"]),
         accept=f"/w/{caller.workspace}/admin/invitations/{row['id']}/accept",
@@ -489,6 +491,7 @@ def audit_page(db: Database, caller: Caller, params: m.AuditQuery) -> m.AuditPag
             revision=row["revision"],
             actor=str(row["writer_id"]),
             actor_handle=row["writer"],
+            actor_kind=row["writer_kind"],
             source=row["source"],
             request_id=row["request_id"],
             details=_details(row["details"]),

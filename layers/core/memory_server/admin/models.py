@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory_server.admin.errors import invalid_field
 from memory_server.domain.arguments import integer_problem
+from memory_server.domain.caller import PrincipalKind
 from memory_server.domain.contexts import ListeningContext, parse_context
 from memory_server.domain.errors import AdminError, ToolError
 from memory_server.domain.grants import AGENT_KEY_NAME_PATTERN, Grant
@@ -194,7 +195,7 @@ class MemoryFeature(_Out):
 
 class Member(_Out):
     principal_id: str
-    kind: Literal["person", "service"]
+    kind: PrincipalKind
     subject: str
     handle: str
     grants: list[Grant]
@@ -227,6 +228,9 @@ class AgentKey(_Out):
     personal_namespace: bool
     created_at: str
     created_by: str | None
+    created_by_kind: PrincipalKind | None = Field(
+        description="The kind of the admin who made it (person or service), null with created_by"
+    )
 
 
 class AgentKeyCreated(AgentKey):
@@ -277,6 +281,9 @@ class Invitation(_Out):
     grants: list[Grant]
     personal_namespace: bool | None
     invited_by: str | None
+    invited_by_kind: PrincipalKind | None = Field(
+        description="The kind of the admin who invited (person or service), null with invited_by"
+    )
     created_at: str
     expires_at: str
     accept: str = Field(description="Where the invitee accepts, with its own token (POST)")
@@ -304,6 +311,10 @@ class AuditEvent(_Out):
         description="The principal id; the nil UUID for what the server itself did (expire)"
     )
     actor_handle: str | None
+    actor_kind: PrincipalKind | None = Field(
+        description="The actor's kind beside its handle: person, or service (an agent key, "
+        "bot or CI job); null with actor_handle"
+    )
     source: str | None
     request_id: str | None
     details: dict[str, object] | None

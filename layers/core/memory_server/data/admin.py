@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 
 from memory_server.data.pool import Database, Pending, Transaction
 from memory_server.data.statements import Row, every, first
+from memory_server.domain.caller import PrincipalKind
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.grants import Grant
 
@@ -76,6 +77,7 @@ class AgentKeyRow(TypedDict):
     personal_namespace: bool
     created_at: datetime
     created_by: str | None
+    created_by_kind: PrincipalKind | None
 
 
 class ContextRow(TypedDict):
@@ -115,6 +117,7 @@ class InvitationRow(TypedDict):
     grants: list[Grant]
     personal_namespace: bool | None
     invited_by: str | None
+    invited_by_kind: PrincipalKind | None
     created_at: datetime
     expires_at: datetime
 
@@ -145,6 +148,7 @@ class AuditRow(TypedDict):
     revision: int
     writer_id: uuid.UUID
     writer: str | None
+    writer_kind: PrincipalKind | None
     source: str | None
     request_id: str | None
     details: Any

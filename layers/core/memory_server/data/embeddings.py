@@ -100,14 +100,18 @@ def by_meaning(
     owners: list[uuid.UUID],
     kinds: list[str],
     limit: int,
+    index_candidates: int,
 ) -> Pending[list[Near]]:
-    """The ``limit`` records of the caller's view nearest to ``vector``."""
+    """The ``limit`` records of the caller's view nearest to ``vector``: among the
+    ``index_candidates`` nearest the vector index proposes when enough of them are in
+    the view, else by the exact scan of the view (0: the exact scan only)."""
     params = {
         "vector": vector_literal(vector),
         "model": model,
         "owners": owners,
         "kinds": kinds,
         "limit": limit,
+        "index_candidates": index_candidates,
     }
 
     def shape(rows: list[Row]) -> list[Near]:

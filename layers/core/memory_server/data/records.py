@@ -16,7 +16,7 @@ from typing import Any, Literal, TypedDict, cast
 from memory_server.data.pool import Pending, Transaction
 from memory_server.data.statements import Row, every, first
 from memory_server.domain.addresses import IdAddress, RecordAddress
-from memory_server.domain.caller import Caller
+from memory_server.domain.caller import Caller, PrincipalKind
 
 Operation = Literal["create", "replace", "merge", "supersede", "move", "delete"]
 
@@ -49,7 +49,9 @@ class RecordRow(SummaryRow):
     created_at: datetime
     source: str | None
     created_by: str | None
+    created_by_kind: PrincipalKind | None
     updated_by: str | None
+    updated_by_kind: PrincipalKind | None
 
 
 class RevisionRow(Placed):
@@ -62,6 +64,7 @@ class RevisionRow(Placed):
     created_at: datetime
     source: str | None
     writer: str | None
+    writer_kind: PrincipalKind | None
     expires_at: datetime | None
     pinned: bool
 
@@ -75,6 +78,7 @@ class HistoryRow(TypedDict):
     created_at: datetime
     source: str | None
     writer: str | None
+    writer_kind: PrincipalKind | None
 
 
 class SkillRow(TypedDict):
@@ -102,6 +106,7 @@ class RecentRow(Placed):
 
     updated_at: datetime
     updated_by: str | None
+    updated_by_kind: PrincipalKind | None
 
 
 @dataclass(slots=True)

@@ -12,6 +12,10 @@ from memory_server.domain.errors import ToolError, not_found
 from memory_server.domain.grants import Grant, write_grant
 
 SHARED_OWNER = uuid.UUID(int=0)  # owner of records shared with the whole workspace
+# A principal's kind, as caller resolution and provenance show it: a person, or a
+# service identity (an agent key, a bot, a CI job).
+PrincipalKind = Literal["person", "service"]
+PRINCIPAL_KINDS: tuple[PrincipalKind, ...] = ("person", "service")
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +23,7 @@ class Caller:
     workspace_id: uuid.UUID
     workspace: str
     principal_id: uuid.UUID
-    principal_kind: Literal["person", "service"]
+    principal_kind: PrincipalKind
     handle: str
     grants: frozenset[Grant]
     context: ListeningContext

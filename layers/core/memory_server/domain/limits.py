@@ -165,6 +165,12 @@ SEARCH_SEGMENTS_AFTER = 6
 # first (bench/hybrid_bench.py measured the weight on the project's own sets).
 SEARCH_FUSION_CANDIDATES = 50
 SEARCH_FUSION_MEANING_WEIGHT = 0.3
+# The fewest nearest vectors the HNSW index proposes to the meaning side before the
+# view's predicate keeps the caller's; more when the view is a smaller share of the
+# index (up to pgvector's largest hnsw.ef_search, 1,000). When fewer than
+# SEARCH_FUSION_CANDIDATES of them are in the view, the exact scan of the view answers
+# instead (infra/schema/65_search_vectors.sql). 0 would always scan exactly.
+SEARCH_MEANING_INDEX_CANDIDATES = 200
 # Records the embedder takes from the queue at a time (one model call each batch), and
 # the tries a record gets before only a backfill takes it again.
 EMBED_BATCH = 32

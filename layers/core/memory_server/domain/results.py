@@ -45,7 +45,7 @@ class Brief:
     """The session-start briefing, whole, and the bytes its response may take."""
 
     pinned: list[PinnedRecord]
-    recent: list[dict[str, Any]]  # summaries with updated_by, newest first
+    recent: list[dict[str, Any]]  # summaries with updated_by and its kind, newest first
     skills: list[dict[str, Any]]  # uri, name, description
     max_bytes: int
 

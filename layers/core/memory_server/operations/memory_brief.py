@@ -31,7 +31,14 @@ def memory_brief(
         pinned=[
             PinnedRecord(summary(caller, row), row["content"], row["cut"]) for row in rows.pinned
         ],
-        recent=[{**summary(caller, row), "updated_by": row["updated_by"]} for row in rows.recent],
+        recent=[
+            {
+                **summary(caller, row),
+                "updated_by": row["updated_by"],
+                "updated_by_kind": row["updated_by_kind"],
+            }
+            for row in rows.recent
+        ],
         skills=[skill_entry(caller, row) for row in rows.skills],
         max_bytes=args.max_bytes,
     )

@@ -51,7 +51,9 @@ def memory_read(
         "truncated": next_offset is not None,
         "created_at": iso(row["created_at"]),
         "created_by": row["created_by"],
+        "created_by_kind": row["created_by_kind"],
         "updated_by": row["updated_by"],
+        "updated_by_kind": row["updated_by_kind"],
         "source": row["source"],
         **lifecycle(row),
     }
@@ -65,6 +67,7 @@ def memory_read(
                 "uri": uri_of(caller, entry),
                 "at": iso(entry["created_at"]),
                 "by": entry["writer"],
+                "by_kind": entry["writer_kind"],
                 "source": entry["source"],
             }
             for entry in history.get()
@@ -104,7 +107,9 @@ def _one(row: Any, address: Address, *, revision: bool = False) -> dict[str, Any
         return {
             **row,
             "created_by": row["writer"],
+            "created_by_kind": row["writer_kind"],
             "updated_by": row["writer"],
+            "updated_by_kind": row["writer_kind"],
             "updated_at": row["created_at"],
         }
     return dict(row)

@@ -30,6 +30,7 @@ from memory_server.domain.limits import (
     SEARCH_FETCH_BUDGET,
     SEARCH_FUSION_CANDIDATES,
     SEARCH_MAX_HITS,
+    SEARCH_MEANING_INDEX_CANDIDATES,
     SEARCH_SCORE_BUDGET,
 )
 from memory_server.domain.ranking import Candidate
@@ -59,11 +60,15 @@ def memory_search(
 
     terms = Terms(parsed.words, parsed.phrases, parsed.excluded)
     kinds: list[str] = list(dict.fromkeys(args.kinds))
-    query_vector, recall = _query_vector(store, parsed.words, parsed.phrases)
-    pool = SEARCH_FUSION_CANDIDATES if query_vector is not None else limit
+    # With an embedder the words offer as many candidates as meaning does, also when
+    # the embedder then cannot answer (the ranker cuts them to ``limit`` all the same).
+    pool = SEARCH_FUSION_CANDIDATES if store.embedder is not None else limit
     # One snapshot for both phases, so a concurrent delete cannot trip the assertion;
     # the ranker runs between them, and the hydration travels with the commit.
     with store.db.read(caller, deadline or Deadline(), isolation="repeatable read") as tx:
+        # Queued in the pipeline, the words' statement is on its way to PostgreSQL
+        # before the question is embedded: the two run at once (docs/performance.md,
+        # "Hybrid recall").
         by_words = search.candidates(
             tx,
             terms,
@@ -73,6 +78,7 @@ def memory_search(
             fetch_budget=SEARCH_FETCH_BUDGET,
             score_budget=SEARCH_SCORE_BUDGET,
         )
+        query_vector, recall = _query_vector(store, parsed.words, parsed.phrases)
         by_meaning = (
             embeddings.by_meaning(
                 tx,
@@ -81,6 +87,7 @@ def memory_search(
                 owners=owners,
                 kinds=kinds,
                 limit=SEARCH_FUSION_CANDIDATES,
+                index_candidates=SEARCH_MEANING_INDEX_CANDIDATES,
             )
             if query_vector is not None and store.embedder is not None
             else None

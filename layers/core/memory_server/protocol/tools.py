@@ -21,7 +21,7 @@ import mcp_types as t
 
 from memory_server import operations
 from memory_server.domain import arguments as models
-from memory_server.domain.caller import Caller
+from memory_server.domain.caller import PRINCIPAL_KINDS, Caller
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.errors import RpcError, ToolError
 from memory_server.domain.grants import ALL_GRANTS, Grant
@@ -59,6 +59,25 @@ _LIFECYCLE: dict[str, Any] = {
     "pinned": {"type": "boolean", "description": "Pinned records lead memory_brief"},
 }
 _LISTED = _object({**_ITEM_PROPERTIES, **_LIFECYCLE}, [*_ITEM_REQUIRED, *_LIFECYCLE])
+# Beside every writer's handle, the writer's kind (null with the handle: not a member).
+_WRITER_KIND: dict[str, Any] = {
+    "type": ["string", "null"],
+    "enum": [*PRINCIPAL_KINDS, None],
+    "description": "The writer's kind beside its handle: person, or service (an agent "
+    "key, bot or CI job); null when the handle is",
+}
+_HISTORY_ENTRY = _object(
+    {
+        "revision": {"type": "integer"},
+        "operation": {"type": "string"},
+        "uri": {"type": "string"},
+        "at": {"type": "string"},
+        "by": _NULLABLE_STR,
+        "by_kind": _WRITER_KIND,
+        "source": _NULLABLE_STR,
+    },
+    ["revision", "operation", "uri", "at", "by", "by_kind", "source"],
+)
 
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -79,11 +98,13 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
             "truncated": {"type": "boolean"},
             "created_at": {"type": "string"},
             "created_by": _NULLABLE_STR,
+            "created_by_kind": _WRITER_KIND,
             "updated_by": _NULLABLE_STR,
+            "updated_by_kind": _WRITER_KIND,
             "source": _NULLABLE_STR,
             **_LIFECYCLE,
             "as_of": {"type": "string", "description": "The time asked for, when as_of was"},
-            "history": {"type": "array", "items": {"type": "object"}},
+            "history": {"type": "array", "items": _HISTORY_ENTRY},
             "trust": _TRUST,
         },
         [
@@ -94,7 +115,9 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
             "truncated",
             "created_at",
             "created_by",
+            "created_by_kind",
             "updated_by",
+            "updated_by_kind",
             "source",
             *_LIFECYCLE,
             "trust",
@@ -181,8 +204,12 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
             "recent": {
                 "type": "array",
                 "items": _object(
-                    {**_ITEM_PROPERTIES, "updated_by": _NULLABLE_STR},
-                    [*_ITEM_REQUIRED, "updated_by"],
+                    {
+                        **_ITEM_PROPERTIES,
+                        "updated_by": _NULLABLE_STR,
+                        "updated_by_kind": _WRITER_KIND,
+                    },
+                    [*_ITEM_REQUIRED, "updated_by", "updated_by_kind"],
                 ),
             },
             "skills": {
@@ -205,7 +232,7 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "workspace": {"type": "string"},
             "principal": _object(
-                {"handle": {"type": "string"}, "kind": {"enum": ["person", "service"]}},
+                {"handle": {"type": "string"}, "kind": {"enum": list(PRINCIPAL_KINDS)}},
                 ["handle", "kind"],
             ),
             "grants": {"type": "array", "items": {"type": "string"}},

@@ -1,0 +1,337 @@
+"""Search by meaning at store scale: the meaning side and a whole hybrid search on the
+store benchmark's corpus, with a vector for every record.
+
+Run as ``python -m bench.vector_bench`` (docs/performance.md, "Hybrid recall"). It
+reuses (or seeds) the database of ``bench.store_bench`` for ``--records`` and
+``--largest``, then gives every record without one a **synthetic** vector: 384
+Gaussian numbers drawn by PostgreSQL (a random direction; cosine ignores the
+length), in the local model's space and dimension, so the HNSW index and the exact
+scan have the real sizes to read. The local model embeds 13-99 records a second, so
+real vectors for 100,000 records and more are out of reach here; what is measured is
+latency, not recall. The index of that dimension is dropped for the load and built
+again afterwards (one build is far cheaper than as many insertions).
+
+Measured as the store benchmark's reader (its largest workspace, from a thread, so
+the view is the workspace's records of that thread and its ancestors), call by call
+in turn, so outside load falls on every variant alike:
+
+- ``meaning, index first``: ``memory.search_by_meaning`` as a request sends it
+  (runtime role, the caller's settings, RLS), the product's way;
+- ``meaning, exact scan``: the same with ``p_index_candidates`` 0;
+- ``hybrid search``: the ``memory_search`` tool less its JSON-RPC (words' candidates,
+  the meaning side, fusion, hydration, the byte budget), its embedder answering with
+  the next synthetic question vector at once (the model's own time is measured in
+  ``bench/results/embedder.json``).
+
+Then ``EXPLAIN (ANALYZE, BUFFERS)`` of the meaning side's two statements, written out
+as the function runs them, for the first question. Results go to
+``bench/results/vector-latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import secrets
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from memory_server.data import embeddings
+from memory_server.data.pool import Database, request_settings
+from memory_server.data.statements import query
+from memory_server.domain.caller import Caller
+from memory_server.domain.limits import (
+    SEARCH_FUSION_CANDIDATES,
+    SEARCH_MEANING_INDEX_CANDIDATES,
+)
+from memory_server.operations.store import Store
+from memory_server.protocol.tools import ToolTable
+
+from . import seed
+from .search_bench import SEARCH_KINDS
+from .store_bench import ALL_SCOPES, Timing, _deadline, measure_together
+from .timing import RESULTS
+
+MODEL = "synthetic@0"  # the vectors' model: no real model made them
+DIMENSIONS = 384
+QUESTIONS = 64
+
+# One vector per record without one: a correlated subquery, so each row draws its
+# own (Box-Muller: a standard normal number from two uniform ones).
+FILL = """
+INSERT INTO memory.search_embeddings (memory_id, model, dimensions, content_hash, embedding)
+SELECT d.memory_id, %(model)s, %(dims)s, '\\x00'::bytea,
+       (SELECT array_agg(sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
+        FROM generate_series(1, %(dims)s + 0 * length(d.memory_id::text)))::real[]
+           ::public.vector
+FROM memory.search_documents AS d
+WHERE NOT EXISTS (SELECT 1 FROM memory.search_embeddings AS e WHERE e.memory_id = d.memory_id)
+"""
+
+
+class Synthetic:
+    """An embedder that answers with the next of its question vectors at once."""
+
+    def __init__(self, questions: Sequence[list[float]]) -> None:
+        self.model, self.dimensions = MODEL, DIMENSIONS
+        self._questions = questions
+        self._next = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vector = self._questions[self._next % len(self._questions)]
+        self._next += 1
+        return [vector for _ in texts]
+
+
+def progress(message: str) -> None:
+    print(f"[vector-bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def fill_vectors(admin: psycopg.Connection, seed_value: int) -> dict[str, Any]:
+    """A synthetic vector for every record without one; the index built afterwards."""
+    missing = admin.execute(
+        "SELECT count(*) FROM memory.search_documents AS d WHERE NOT EXISTS "
+        "(SELECT 1 FROM memory.search_embeddings AS e WHERE e.memory_id = d.memory_id)"
+    ).fetchone()
+    assert missing is not None
+    made: dict[str, Any] = {"added": int(missing[0])}
+    if missing[0]:
+        index = f"search_embeddings_{DIMENSIONS}"
+        row = admin.execute("SELECT pg_get_indexdef(%s::regclass)", (f"memory.{index}",)).fetchone()
+        assert row is not None
+        progress(f"adding {missing[0]:,} synthetic vectors (index {index} dropped meanwhile)")
+        started = time.monotonic()
+        admin.execute(f"DROP INDEX memory.{index}")
+        admin.execute("SELECT setseed(%s)", (1 / (seed_value + 2),))
+        admin.execute(FILL, {"model": MODEL, "dims": DIMENSIONS})
+        admin.execute("DELETE FROM memory.embedding_queue")
+        made["fill_s"] = round(time.monotonic() - started, 1)
+        progress(f"building {index}")
+        started = time.monotonic()
+        admin.execute("SET maintenance_work_mem = '1GB'")
+        admin.execute(row[0])
+        made["index_build_s"] = round(time.monotonic() - started, 1)
+        admin.execute("VACUUM ANALYZE memory.search_embeddings")
+    counts = admin.execute(
+        "SELECT model, count(*) FROM memory.search_embeddings GROUP BY model"
+    ).fetchall()
+    made["vectors"] = {str(model): int(n) for model, n in counts}
+    size = admin.execute(
+        "SELECT pg_size_pretty(pg_relation_size(%s::regclass)),"
+        " pg_size_pretty(pg_total_relation_size('memory.search_embeddings'))",
+        (f"memory.search_embeddings_{DIMENSIONS}",),
+    ).fetchone()
+    assert size is not None
+    made["index_size"], made["table_total_size"] = size
+    return made
+
+
+def caller_of(db: Database, tenant: seed.Tenant, context: str) -> Caller:
+    from memory_server.domain.contexts import parse_context
+    from memory_server.operations.membership import resolve_caller
+
+    membership = resolve_caller(
+        db,
+        workspace=tenant.slug,
+        subject=tenant.people[0].subject,
+        scopes=ALL_SCOPES,
+        context=parse_context(context),
+    )
+    assert membership is not None
+    return membership.caller
+
+
+def params(caller: Caller, vector: Sequence[float], index_candidates: int) -> dict[str, Any]:
+    return {
+        "vector": embeddings.vector_literal(vector),
+        "model": MODEL,
+        "owners": caller.visible_owners(),
+        "kinds": SEARCH_KINDS,
+        "limit": SEARCH_FUSION_CANDIDATES,
+        "index_candidates": index_candidates,
+    }
+
+
+# The meaning side's two statements, as memory.search_by_meaning runs them
+# (infra/schema/65_search_vectors.sql; the embedded server has no auto_explain to show
+# the function's own), without the can_see and is_live calls the function adds.
+EXPLAIN_INDEX = """
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
+WITH near AS MATERIALIZED (
+    SELECT e.memory_id, e.model,
+           e.embedding::public.vector(384) OPERATOR(public.<=>) %(q)s::public.vector(384)
+               AS distance
+    FROM memory.search_embeddings AS e WHERE e.dimensions = 384
+    ORDER BY e.embedding::public.vector(384) OPERATOR(public.<=>) %(q)s::public.vector(384)
+    LIMIT %(proposed)s)
+SELECT n.memory_id, 1 - n.distance FROM near AS n
+JOIN memory.search_documents AS d ON d.memory_id = n.memory_id
+WHERE n.model = %(model)s AND d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
+  AND d.context_key = ANY (%(contexts)s) AND d.kind = ANY (%(kinds)s)
+ORDER BY n.distance LIMIT %(wanted)s
+"""
+EXPLAIN_EXACT = """
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
+SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) %(q)s::public.vector)
+FROM memory.search_documents AS d
+JOIN memory.search_embeddings AS e ON e.memory_id = d.memory_id
+WHERE d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
+  AND d.context_key = ANY (%(contexts)s) AND d.kind = ANY (%(kinds)s)
+  AND e.model = %(model)s AND e.dimensions = 384
+ORDER BY e.embedding OPERATOR(public.<=>) %(q)s::public.vector
+LIMIT %(wanted)s
+"""
+# How many the function has the index propose for this view (the same arithmetic).
+PROPOSED = """
+SELECT v.documents, c.reltuples,
+       least(1000, greatest(%(least)s, ceil(2 * %(wanted)s * c.reltuples / v.documents)))
+FROM memory.search_view_statistics(%(ws)s, %(owners)s, %(contexts)s, '{""}') AS v,
+     pg_class AS c
+WHERE c.oid = 'memory.search_embeddings_384'::regclass
+"""
+
+
+def explain(admin_url: str, caller: Caller, vector: Sequence[float]) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of both statements, as the administrator, twice each (the
+    second is reported: the pages read by the first are cached)."""
+    values = {
+        "q": embeddings.vector_literal(vector),
+        "model": MODEL,
+        "ws": caller.workspace_id,
+        "owners": caller.visible_owners(),
+        "contexts": list(caller.context.ancestors),
+        "kinds": SEARCH_KINDS,
+        "wanted": SEARCH_FUSION_CANDIDATES,
+        "least": SEARCH_MEANING_INDEX_CANDIDATES,
+    }
+    plans: dict[str, Any] = {}
+    with psycopg.connect(admin_url) as conn:
+        row = conn.execute(PROPOSED, values).fetchone()
+        assert row is not None
+        in_view, indexed, proposed = row
+        plans["view_records"], plans["indexed_vectors"] = int(in_view), int(indexed)
+        plans["proposed"] = int(proposed)
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(proposed)}")
+        for name, statement in (("index_first", EXPLAIN_INDEX), ("exact", EXPLAIN_EXACT)):
+            for _ in range(2):
+                lines = conn.execute(statement, {**values, "proposed": proposed}).fetchall()
+            plans[name] = [re.sub(r"'\[[^']*\]'", "'[…]'", line[0]) for line in lines]
+    return plans
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    spec = seed.SeedSpec(args.records, args.largest, args.seed)
+    rng = random.Random(args.seed)
+    questions = [[rng.gauss(0.0, 1.0) for _ in range(DIMENSIONS)] for _ in range(QUESTIONS)]
+    with seed.server(True) as (server_url, _):
+        cluster, _marker = seed.prepare(server_url, spec, reseed=False)
+        tenants = seed.load_tenants(cluster, spec)
+        with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+            vectors = fill_vectors(admin, args.seed)
+        db = Database(cluster.runtime_url, min_size=1, max_size=1)
+        try:
+            store = Store(db, secrets.token_bytes(32), embedder=Synthetic(questions))
+            tools = ToolTable(store)
+            reader = caller_of(db, tenants[0], seed.READER_CONTEXT)
+            with psycopg.connect(cluster.owner_url) as owner:
+                owner.execute(query("request_settings"), request_settings(reader, 60_000))
+                view = owner.execute(
+                    "SELECT count(*) FROM memory.search_documents AS d"
+                    " JOIN memory.search_embeddings AS e USING (memory_id)"
+                    " WHERE d.workspace_id = %s AND d.owner_id = ANY (%s)"
+                    " AND d.context_key = ANY (%s) AND d.kind = ANY (%s)",
+                    (
+                        reader.workspace_id,
+                        reader.visible_owners(),
+                        list(reader.context.ancestors),
+                        SEARCH_KINDS,
+                    ),
+                ).fetchone()
+            assert view is not None
+            words = ["deploy", "customer", "meeting notes", "release plan", "budget review"]
+
+            def meaning(candidates: int) -> Any:
+                def call(i: int) -> object:
+                    with db.read(reader, _deadline(), isolation="repeatable read") as tx:
+                        found = embeddings.by_meaning(
+                            tx,
+                            questions[i % QUESTIONS],
+                            model=MODEL,
+                            owners=reader.visible_owners(),
+                            kinds=SEARCH_KINDS,
+                            limit=SEARCH_FUSION_CANDIDATES,
+                            index_candidates=candidates,
+                        )
+                    assert len(found.get()) == SEARCH_FUSION_CANDIDATES
+                    return found
+
+                return call
+
+            def hybrid(i: int) -> object:
+                return tools.run(
+                    "memory_search", reader, {"query": words[i % len(words)]}, _deadline()
+                )
+
+            progress(f"measuring: {view[0]:,} embedded records in the reader's view")
+            timing = Timing(args.iterations, args.warmup, args.budget)
+            results = measure_together(
+                {
+                    "meaning_index_first": (
+                        "meaning, index first",
+                        meaning(SEARCH_MEANING_INDEX_CANDIDATES),
+                    ),
+                    "meaning_exact": ("meaning, exact scan", meaning(0)),
+                    "hybrid_search": ("hybrid search (memory_search)", hybrid),
+                },
+                timing,
+            )
+            plans = explain(cluster.admin_url, reader, questions[0])
+        finally:
+            db.close()
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": (
+            f"python -m bench.vector_bench --records {args.records} --largest {args.largest}"
+        ),
+        "vectors": "synthetic: random Gaussian directions drawn by PostgreSQL, 384 dimensions",
+        "dataset": {
+            "records": args.records,
+            "largest_workspace": args.largest,
+            "embedded_records_in_view": int(view[0]),
+            **vectors,
+        },
+        "settings": {"iterations": args.iterations, "warmup": args.warmup, "budget_s": args.budget},
+        "results": results,
+        "explain": plans,
+        "load_average": {"before": args.load_before, "after": os.getloadavg()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--largest", type=int, default=200_000)
+    parser.add_argument("--seed", type=int, default=42, help="the store benchmark's seed")
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per variant at most")
+    parser.add_argument("--output", type=Path, default=RESULTS / "vector-latest.json")
+    args = parser.parse_args()
+    args.load_before = os.getloadavg()
+    report = run(args)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    for name, stats in report["results"].items():
+        print(
+            f"{name}: p50 {stats['p50']} p95 {stats['p95']} p99 {stats['p99']} ms (n={stats['n']})"
+        )
+
+
+if __name__ == "__main__":
+    main()
