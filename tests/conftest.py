@@ -7,10 +7,12 @@ provisioned by ``memory_server.data.provision``, as every deployment is.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +29,58 @@ if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it s
     from tests.builders import SharedStack
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- tests that time the machine run alone ------------------------------------------
+#
+# Under pytest-xdist (pyproject.toml) two workers share the machine's cores. A test
+# marked ``alone`` asserts how fast something answers, so it runs while the other
+# worker waits: every test holds the run's "main" lock shared, an ``alone`` test
+# holds it exclusively. The "gate" lock is taken first by both, so a waiting
+# ``alone`` test is not starved by the other worker's next tests.
+
+
+def _run_locks(config: pytest.Config) -> tuple[int, int] | None:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:  # one process: nothing runs beside a test
+        return None
+    locks: tuple[int, int] | None = getattr(config, "_run_locks", None)
+    if locks is None:
+        base = Path(tempfile.gettempdir()) / f"memory-tests-{run}"
+        flags = os.O_RDWR | os.O_CREAT
+        locks = (os.open(f"{base}.gate", flags, 0o600), os.open(f"{base}.main", flags, 0o600))
+        config._run_locks = locks  # type: ignore[attr-defined]
+    return locks
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    locks = _run_locks(item.config)
+    if locks is None:
+        return (yield)
+    gate, main = locks
+    alone = item.get_closest_marker("alone") is not None
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(main, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+    finally:
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        return (yield)
+    finally:
+        fcntl.flock(main, fcntl.LOCK_UN)
+        if alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker that has finished needs its locks no more, and the other keeps the
+    files it opened: the first to finish removes them."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is not None:
+        for suffix in (".gate", ".main"):
+            Path(tempfile.gettempdir(), f"memory-tests-{run}{suffix}").unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ from urllib.parse import quote, urlsplit
 import httpx2
 import psycopg
 import typer
-from memory_server.admin import operators
 from memory_server.admin.identity import CognitoDirectory, Directory
 from memory_server.domain.errors import AdminError
 from memory_server.domain.grants import ALL_GRANTS
@@ -778,6 +777,8 @@ def embeddings_status(ctx: typer.Context) -> None:
 def workspaces_list(ctx: typer.Context) -> None:
     """Every workspace with its members, keys and records."""
     settings = _settings(ctx)
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         found = [w.to_dict() for w in operators.list_workspaces(owner)]
     emit(
@@ -815,6 +816,8 @@ def workspaces_create(
     settings = _settings(ctx)
     if admin_kind not in ("person", "service"):
         raise Failure("--admin-kind must be person or service")
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         made = operators.create_workspace(
             owner,
@@ -837,6 +840,8 @@ def workspaces_delete(
     settings = _settings(ctx)
     if not yes:
         raise Failure(f"this deletes {slug!r} and every record in it: add --yes")
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         gone = operators.delete_workspace(owner, slug, directory=settings.directory())
     emit(settings, gone.to_dict())
@@ -855,6 +860,8 @@ def identities_add(
     settings = _settings(ctx)
     if kind not in ("person", "service"):
         raise Failure("--kind must be person or service")
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         principal = operators.ensure_principal(
             owner, "person" if kind == "person" else "service", subject, handle
@@ -873,6 +880,8 @@ def identities_rename(
     normalization, case and look-alike folding). Clears a duplicate an upgrade flagged
     (``handle_conflict`` in the member list)."""
     settings = _settings(ctx)
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         principal = operators.rename_principal(owner, subject, handle)
     emit(settings, {"subject": subject, "principal_id": str(principal), "handle": handle})
@@ -888,6 +897,8 @@ def erase(
     settings = _settings(ctx)
     if not yes:
         raise Failure("this erases the person's personal memories everywhere: add --yes")
+    from memory_server.admin import operators  # the operator path only: a slow import
+
     with owner_connection(settings) as owner:
         report = operators.erase_person(owner, subject, directory=settings.directory())
     emit(settings, report.to_dict())

@@ -18,6 +18,7 @@ import pytest
 from bench.timing import durations_ms
 from tests.kept_alive import KeptAlive, mcp_headers, median
 
+pytestmark = pytest.mark.alone  # timed: no other test beside them
 CALLS = 100
 WRITES = 2000
 WINDOW = 100

@@ -325,6 +325,7 @@ def test_vectors_of_another_model_or_dimension_refuse_the_start_naming_the_re_em
     require_embeddings(hybrid.db, hybrid.embedder)
 
 
+@pytest.mark.alone  # within a second: no other test beside it
 def test_make_devs_embedding_worker_embeds_each_write_within_a_second_and_ends_with_stdin(
     world: World, store: Store, owner: psycopg.Connection, cluster, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ import pytest
 
 from tests.proof.harness import Inspector, Result, invoke, marker_word, mcp_client, run
 
-pytestmark = pytest.mark.slow  # a timed load run (LOAD_SECONDS)
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a timed load run (LOAD_SECONDS)
 
 CLIENTS = int(os.environ.get("LOAD_CLIENTS", "16"))
 SECONDS = float(os.environ.get("LOAD_SECONDS", "10"))

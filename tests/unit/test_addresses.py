@@ -87,8 +87,9 @@ def test_anything_accepted_is_canonical_and_contained(raw: str) -> None:
         ("memory://workspace/skills/SKILL.md", "folder"),
         ("MEMORY://workspace/notes/a.md", "memory://"),
         ("memory://record/NOT-A-UUID", "UUID"),
-        ("memory://record/" + str(uuid.uuid4()).upper(), "UUID"),
-        ("memory://record/" + str(uuid.uuid4()) + "/revisions/01", "leading zeros"),
+        # Fixed ids: a test's name must be the same in every process that collects it.
+        ("memory://record/2F2B7AF6-1455-463A-84ED-B66C6E98625F", "UUID"),
+        ("memory://record/ebbaafcc-44c0-43e8-b329-c03e5a56108e/revisions/01", "leading zeros"),
     ],
 )
 def test_non_canonical_addresses_are_rejected_with_the_rule(uri: str, rule: str) -> None:
