@@ -140,6 +140,19 @@ BRIEF_OVER_LIST = 2.0  # the briefing's p95 at most this many list pages (issue 
 Timed = Callable[[int], object]
 
 
+def caller_of(db: Database, tenant: seed.Tenant, context: str) -> Caller:
+    """The tenant's first person, listening from ``context``, as the server resolves it."""
+    membership = resolve_caller(
+        db,
+        workspace=tenant.slug,
+        subject=tenant.people[0].subject,
+        scopes=ALL_SCOPES,
+        context=parse_context(context),
+    )
+    assert membership is not None
+    return membership.caller
+
+
 def _deadline() -> Deadline:
     return Deadline.after(DEADLINE_S)
 
@@ -254,8 +267,8 @@ class Bench:
         # statement is planned for its values too, so the ratio compares designs.
         self.admin = psycopg.connect(cluster.admin_url, autocommit=True, prepare_threshold=None)
         largest, writers = tenants[0], tenants[seed.WRITER_TENANT]
-        self.reader = self._caller(largest, seed.READER_CONTEXT)
-        self.writer = self._caller(writers, "workspace")
+        self.reader = caller_of(self.db, largest, seed.READER_CONTEXT)
+        self.writer = caller_of(self.db, writers, "workspace")
         self.seed = args.seed
         self.bands: search_bench.Bands | None = None
         text = TextGenerator(random.Random(args.seed + 2))
@@ -264,17 +277,6 @@ class Bench:
     def close(self) -> None:
         self.db.close()
         self.admin.close()
-
-    def _caller(self, tenant: seed.Tenant, context: str) -> Caller:
-        membership = resolve_caller(
-            self.db,
-            workspace=tenant.slug,
-            subject=tenant.people[0].subject,
-            scopes=ALL_SCOPES,
-            context=parse_context(context),
-        )
-        assert membership is not None
-        return membership.caller
 
     @contextmanager
     def rls(

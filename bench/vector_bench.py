@@ -56,7 +56,7 @@ from memory_server.protocol.tools import ToolTable
 
 from . import seed
 from .search_bench import SEARCH_KINDS
-from .store_bench import ALL_SCOPES, Timing, _deadline, measure_together
+from .store_bench import Timing, _deadline, caller_of, measure_together
 from .timing import RESULTS
 
 MODEL = "synthetic@0"  # the vectors' model: no real model made them
@@ -131,21 +131,6 @@ def fill_vectors(admin: psycopg.Connection, seed_value: int) -> dict[str, Any]:
     assert size is not None
     made["index_size"], made["table_total_size"] = size
     return made
-
-
-def caller_of(db: Database, tenant: seed.Tenant, context: str) -> Caller:
-    from memory_server.domain.contexts import parse_context
-    from memory_server.operations.membership import resolve_caller
-
-    membership = resolve_caller(
-        db,
-        workspace=tenant.slug,
-        subject=tenant.people[0].subject,
-        scopes=ALL_SCOPES,
-        context=parse_context(context),
-    )
-    assert membership is not None
-    return membership.caller
 
 
 def params(caller: Caller, vector: Sequence[float], index_candidates: int) -> dict[str, Any]:

@@ -185,12 +185,10 @@ def test_an_operator_cannot_add_a_member_with_a_taken_handle(ws, owner) -> None:
 KINDS = ["person", "service", None]
 
 
-def tool(service: Any, slug: str, subject: str, scopes: list[str], name: str, **args: Any) -> Any:
-    """One ``tools/call`` through the real service; ``scopes`` without ``memory/admin``
+def rpc(service: Any, slug: str, subject: str, scopes: list[str], body: dict[str, Any]) -> Any:
+    """One JSON-RPC request through the real service; ``scopes`` without ``memory/admin``
     stand for an agent key's client-credentials token (its client id is its subject)."""
     key = "memory/admin" not in scopes
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-    body["params"] = {"name": name, "arguments": args}
     answer = service.invoke(
         api_event(
             "ANY /w/{workspace}/mcp",
@@ -200,31 +198,24 @@ def tool(service: Any, slug: str, subject: str, scopes: list[str], name: str, **
             scopes=scopes,
             method="POST",
             headers={"mcp-protocol-version": "2025-11-25"},
-            body=body,
+            body={"jsonrpc": "2.0", "id": 1, **body},
             client_id=subject if key else "test-client",
         )
     )
     assert answer["statusCode"] == 200, answer
-    result = json.loads(answer["body"])["result"]
+    return json.loads(answer["body"])["result"]
+
+
+def tool(service: Any, slug: str, subject: str, scopes: list[str], name: str, **args: Any) -> Any:
+    """One ``tools/call``."""
+    body = {"method": "tools/call", "params": {"name": name, "arguments": args}}
+    result = rpc(service, slug, subject, scopes, body)
     assert result["isError"] is False, result
     return result["structuredContent"]
 
 
 def output_schemas(service: Any, slug: str, subject: str) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    answer = service.invoke(
-        api_event(
-            "ANY /w/{workspace}/mcp",
-            f"/w/{slug}/mcp",
-            {"workspace": slug},
-            sub=subject,
-            scopes=ALL_SCOPES,
-            method="POST",
-            headers={"mcp-protocol-version": "2025-11-25"},
-            body=body,
-        )
-    )
-    tools = json.loads(answer["body"])["result"]["tools"]
+    tools = rpc(service, slug, subject, ALL_SCOPES, {"method": "tools/list"})["tools"]
     return {t["name"]: t["outputSchema"] for t in tools}
 
 
