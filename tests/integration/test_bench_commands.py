@@ -8,27 +8,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.stack_bench import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> None:
-    output = tmp_path / "tools.json"
+def run_bench(module: str, output: Path, *args: str) -> dict[str, Any]:
+    """``python -m bench.<module> ARGS --output OUTPUT`` on its own embedded PostgreSQL
+    (DATABASE_URL left out); its JSON report."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.tool_durations",
-            "--records",
-            "5",
-            "--calls",
-            "3",
-            "--output",
-            str(output),
-        ],
+        [sys.executable, "-m", f"bench.{module}", *args, "--output", str(output)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -37,7 +29,11 @@ def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(output.read_text())
+    return dict(json.loads(output.read_text()))
+
+
+def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> None:
+    results = run_bench("tool_durations", tmp_path / "tools.json", "--records", "5", "--calls", "3")
     tools = set(TOOLS)  # the tools the stack bench times, named alike
     assert tools <= set(results), sorted(results)
     for tool in tools:
@@ -47,31 +43,11 @@ def test_tool_durations_runs_every_tool_through_the_handler(tmp_path: Path) -> N
 
 
 def test_provenance_bench_times_both_forms_of_each_statement(tmp_path: Path) -> None:
-    output = tmp_path / "provenance.json"
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.provenance_bench",
-            "--records",
-            "4",
-            "--iterations",
-            "6",
-            "--warmup",
-            "2",
-            "--output",
-            str(output),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    report = run_bench(
+        "provenance_bench",
+        tmp_path / "provenance.json",
+        *("--records", "4", "--iterations", "6", "--warmup", "2"),
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(output.read_text())
     for statement in ("read_by_path", "history"):
         assert {form: r["n"] for form, r in report["results"][statement].items()} == {
             "before": 6,
