@@ -59,6 +59,9 @@ PRINCIPALS: dict[str, tuple[str, dict[str, tuple[str, ...]], bool | None]] = {
 }
 # The members of acme the upgrade flags: every one sharing a folded handle.
 DUPLICATE_HANDLES = {"alice", "Alice", "carol", "CAROL"}
+# From this schema version on (migration 0006) a release refuses a handle another member
+# of the workspace holds: there the twins take handles of their own.
+UNIQUE_HANDLES_SINCE = 6
 REGISTERED = {
     "acme": {
         "channel:leads": ["alice", "carol"],
@@ -114,6 +117,12 @@ def subject(handle: str) -> str:
     return f"{handle}-subject"
 
 
+def stored_handle(handle: str, schema_version: int) -> str:
+    """The handle the release stores: a twin's own where the release has the rule."""
+    twin = handle in DUPLICATE_HANDLES and not handle.islower()
+    return f"{handle}-twin" if twin and schema_version >= UNIQUE_HANDLES_SINCE else handle
+
+
 class Tools:
     def __init__(self, runtime_url: str) -> None:
         self.db = Database(runtime_url, min_size=1, max_size=2)
@@ -166,13 +175,19 @@ def fill(admin_url: str, database: str, passwords: Passwords) -> dict[str, str]:
     made = provision(admin_url, passwords, database=database)
     owner_url, runtime_url = made.owner_url, made.runtime_url
     with psycopg.connect(owner_url, autocommit=True) as owner:
+        version = owner.execute("SELECT memory.schema_version()").fetchone()[0]  # type: ignore[index]
         ids = {
             s: operators.ensure_workspace(owner, s, memory_enabled=on)
             for s, on in WORKSPACES.items()
         }
         pids = {}
         for handle, (kind, memberships, personal) in PRINCIPALS.items():
-            pids[handle] = operators.ensure_principal(owner, kind, subject(handle), handle)  # type: ignore[arg-type]
+            pids[handle] = operators.ensure_principal(
+                owner,
+                kind,  # type: ignore[arg-type]
+                subject(handle),
+                stored_handle(handle, version),
+            )
             for slug, grants in memberships.items():
                 operators.set_membership(
                     owner, ids[slug], pids[handle], grants, personal_namespace=personal

@@ -2,11 +2,13 @@
 own tools is migrated by today's code, and every record, revision, grant and audit row
 is still there, each seen by exactly the callers who saw it before.
 
-The previous release is a pinned commit of this repository (git must hold it: a clone
-of the repository does), taken out with ``git archive`` and run in a subprocess of its
-own with its ``layers/core`` on the path, so its code, migrations and schema files are
-the ones that release shipped. Each release moves ``PREVIOUS_RELEASE`` to the commit
-it was released from (docs/deploy.md, Releases and rollback).
+The previous releases are pinned commits of this repository (git must hold them: a
+clone of the repository does), each taken out with ``git archive`` and run in a
+subprocess of its own with its ``layers/core`` on the path, so its code, migrations and
+schema files are the ones that release shipped. Two are upgraded: the last release,
+and the one before it, as a deployment that skipped a release would be. Each release
+moves ``RELEASES`` on by one: the commit it was released from comes first, the oldest
+goes (docs/deploy.md, Releases and rollback).
 """
 
 from __future__ import annotations
@@ -17,27 +19,52 @@ import subprocess
 import sys
 import tarfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from memory_server.data.migrate import SCHEMA_VERSION, drop_database
+from memory_server.data.migrate import (
+    SCHEMA_VERSION,
+    default_migrations_dir,
+    drop_database,
+    load_schema_files,
+    schema_dir,
+)
 from memory_server.data.pool import Database
 from memory_server.data.provision import Passwords, provision
 
-from tests.upgrade.release_data import DUPLICATE_HANDLES, EMBEDDED, HashEmbedder
+from tests.upgrade.release_data import (
+    DUPLICATE_HANDLES,
+    EMBEDDED,
+    UNIQUE_HANDLES_SINCE,
+    HashEmbedder,
+    stored_handle,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("release_data.py")
-# The release before this one: the last main that landed, with migration 0005 (the
-# vectors of hybrid recall) and the schema version check.
-PREVIOUS_RELEASE = "448173ad5d1993d420e74ae3d2f9952ab81075da"
-PREVIOUS_SCHEMA_VERSION = 5
+
+
+@dataclass(frozen=True)
+class Release:
+    commit: str
+    schema_version: int  # the newest migration it shipped
+
+
+# The last two releases that landed, newest first: the last (migration 0006, unique
+# handles) and the one before it (0005, the vectors of hybrid recall), whose data
+# still holds the duplicate handles 0006 flags.
+RELEASES = (
+    Release("88479a25beb190abecb96c9176474b12eb1915a0", 6),
+    Release("448173ad5d1993d420e74ae3d2f9952ab81075da", 5),
+)
 
 pytestmark = pytest.mark.slow
 
 
-def _previous_release(target: Path) -> Path:
+def _previous_release(release: Release, target: Path) -> Path:
     archive = target / "release.tar"
     made = subprocess.run(
         [
@@ -48,7 +75,7 @@ def _previous_release(target: Path) -> Path:
             "--format=tar",
             "-o",
             str(archive),
-            PREVIOUS_RELEASE,
+            release.commit,
             "layers/core",
             "infra/migrations",
             "infra/schema",
@@ -57,7 +84,7 @@ def _previous_release(target: Path) -> Path:
         text=True,
     )
     assert made.returncode == 0, (
-        f"the previous release ({PREVIOUS_RELEASE}) is not in this repository's git "
+        f"the previous release ({release.commit}) is not in this repository's git "
         f"history, which the upgrade test needs: {made.stderr.strip()}"
     )
     with tarfile.open(archive) as tar:
@@ -77,10 +104,11 @@ def _run(code: Path | None, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def upgraded(cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module", params=RELEASES, ids=lambda r: f"schema-{r.schema_version}")
+def upgraded(cluster, tmp_path_factory: pytest.TempPathFactory, request: Any) -> Any:  # type: ignore[no-untyped-def]
+    previous: Release = request.param
     work = tmp_path_factory.mktemp("upgrade")
-    release = _previous_release(work)
+    release = _previous_release(previous, work)
     database = f"memupgrade_{uuid.uuid4().hex[:12]}"
     passwords = {"owner": cluster.passwords["owner"], "runtime": cluster.passwords["runtime"]}
     try:
@@ -91,6 +119,8 @@ def upgraded(cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:  # type:
             found_before = old_version.schema_version()
         finally:
             old_version.close()
+        with psycopg.connect(urls["owner_url"]) as owner:
+            ledger = dict(owner.execute("SELECT name, checksum FROM memory.schema_files"))
         made = provision(cluster.admin_url, Passwords(**passwords), database=database)
         _run(None, "describe", made.owner_url, made.runtime_url, str(work / "after.json"))
         new_version = Database(made.runtime_url, min_size=1, max_size=1)
@@ -104,6 +134,8 @@ def upgraded(cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:  # type:
             "applied": made.applied,
             "versions": (found_before, found_after),
             "release": release,
+            "previous": previous,
+            "ledger": ledger,
         }
     finally:
         drop_database(cluster.admin_url, database)
@@ -111,7 +143,7 @@ def upgraded(cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:  # type:
 
 def test_released_migrations_never_change(upgraded: Any) -> None:
     released = sorted((upgraded["release"] / "infra" / "migrations").glob("*.sql"))
-    assert len(released) == PREVIOUS_SCHEMA_VERSION
+    assert len(released) == upgraded["previous"].schema_version
     for migration in released:
         today = ROOT / "infra" / "migrations" / migration.name
         assert today.read_bytes() == migration.read_bytes(), f"{migration.name} was rewritten"
@@ -119,13 +151,16 @@ def test_released_migrations_never_change(upgraded: Any) -> None:
 
 def test_the_upgrade_moves_the_schema_to_this_releases_version(upgraded: Any) -> None:
     # The previous release reported its own version; the upgrade applied every migration
-    # after its newest and the current-state files again.
-    assert upgraded["versions"] == (PREVIOUS_SCHEMA_VERSION, SCHEMA_VERSION)
-    newer = [
-        n for n in upgraded["applied"] if n[:4].isdigit() and int(n[:4]) > PREVIOUS_SCHEMA_VERSION
-    ]
-    assert len(newer) == SCHEMA_VERSION - PREVIOUS_SCHEMA_VERSION
-    assert any(name.endswith("_schema_version.sql") for name in upgraded["applied"])
+    # after its newest, and the current-state files again where any of them differs
+    # from what the release applied (or a migration ran): all of them, else none.
+    previous = upgraded["previous"].schema_version
+    assert upgraded["versions"] == (previous, SCHEMA_VERSION)
+    newer = [n for n in upgraded["applied"] if n[:4].isdigit() and int(n[:4]) > previous]
+    assert len(newer) == SCHEMA_VERSION - previous
+    today = {f.name: f.checksum for f in load_schema_files(schema_dir(default_migrations_dir()))}
+    again = [n for n in upgraded["applied"] if not n[:4].isdigit()]
+    changed = bool(newer) or upgraded["ledger"] != today
+    assert again == (sorted(today) if changed else [])
 
 
 def test_the_previous_release_filled_what_the_test_needs(upgraded: Any) -> None:
@@ -174,9 +209,10 @@ def test_every_row_is_still_there_as_it_was(upgraded: Any) -> None:
 
 
 def test_duplicate_handles_upgrade_flagged_and_keep_their_records(upgraded: Any) -> None:
-    # The previous release let acme hold alice and Alice, carol and CAROL: the upgrade
+    # A release before 0006 let acme hold alice and Alice, carol and CAROL: the upgrade
     # does not fail on them; it flags exactly those members (for the admin to see and
-    # the principal to rename), and their records and history stay theirs.
+    # the principal to rename), and their records and history stay theirs. A release
+    # with the rule gave the twins handles of their own: nothing to flag.
     before, after = upgraded["before"]["rows"], upgraded["after"]["rows"]
     handles = {r["id"]: r["handle"] for r in after["principals"]}
     slugs = {r["id"]: r["slug"] for r in after["workspaces"]}
@@ -185,8 +221,10 @@ def test_duplicate_handles_upgrade_flagged_and_keep_their_records(upgraded: Any)
         for r in after["memberships"]
         if r["handle_conflict"]
     }
-    assert flagged == {("acme", h) for h in DUPLICATE_HANDLES}
-    twin = next(pid for pid, h in handles.items() if h == "Alice")
+    previous = upgraded["previous"].schema_version
+    twins = {("acme", h) for h in DUPLICATE_HANDLES}
+    assert flagged == (twins if previous < UNIQUE_HANDLES_SINCE else set())
+    twin = next(pid for pid, h in handles.items() if h == stored_handle("Alice", previous))
     written = [r for r in before["revisions"] if r["writer_id"] == twin]
     assert written and written == [r for r in after["revisions"] if r["writer_id"] == twin]
     assert all(r["handle_key"] for r in after["memberships"])
