@@ -1,4 +1,4 @@
-"""``make dev``'s embedding, in a process of its own at a lower priority.
+"""``make dev``'s embedding, in a process of its own that takes only idle CPU.
 
 Deployed, each invocation embeds what it changed after its response, while its
 execution environment serves nothing else. ``make dev`` serves every request from
@@ -8,10 +8,17 @@ write's and a search's p95 over HTTP (docs/performance.md, "Hybrid recall").
 
 :class:`EmbeddingWorker` starts this module as a child: it backfills first (every
 record not in the model's space, with progress on the console), then embeds the
-queue as the owner role whenever it holds records, checking it every
-``POLL_S`` (so a record is found by meaning well within a second of its write),
-batches of ``EMBED_BATCH``. The handler then only embeds questions. The child ends
-when its standard input closes, so a ``make dev`` that dies leaves no worker behind.
+queue as the owner role. It claims when the writes pause (the newest queued record
+has waited ``QUIET_S``) or when the oldest has waited ``MAX_WAIT_S``, whichever comes
+first, in batches of ``EMBED_BATCH``; with nothing queued it looks every ``POLL_S``.
+So a burst of writes is embedded after it, a few large batches instead of a pass a
+write, and a record is found by meaning well within a second of its write when the
+machine is not saturated. The process runs under ``SCHED_IDLE`` where the system has
+it (else at a lowered priority, ``niceness``): the model only takes CPU that nothing
+else wants. Its commits do not wait for the WAL flush: a vector lost in a crash is
+still queued (the claim and the store are transactions of their own) and is embedded
+again. The handler then only embeds questions. The child ends when its standard
+input closes, so a ``make dev`` that dies leaves no worker behind.
 """
 
 from __future__ import annotations
@@ -20,20 +27,28 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import memory_server
 import psycopg
-from memory_server.domain.limits import EMBED_BATCH
+from memory_server.data import embeddings as embedding_data
+from memory_server.domain.limits import EMBED_BATCH, EMBED_QUEUE_ATTEMPTS
 from memory_server.edge.runtime import embedder_from_env
-from memory_server.operations.embeddings import backfill, embed_queued
+from memory_server.operations.embeddings import backfill, embed_queued, statement_transactions
+from psycopg.conninfo import make_conninfo
 
 # How often an idle worker looks at the queue: well under the second the issue allows
-# between a write and its vector, and a cheap indexed query when nothing waits.
+# between a write and its vector, and a cheap query when nothing waits.
 POLL_S = 0.1
+# A pause in the writes: the newest queued record has waited this long.
+QUIET_S = 0.1
+# The longest a record waits for a pause before it is claimed all the same (a steady
+# stream of writes has none): with QUIET_S and a batch's embedding, within a second.
+MAX_WAIT_S = 0.3
+# The worker's commits do not wait for the WAL flush (see above).
+SESSION_OPTIONS = "-c synchronous_commit=off"
 
 
 class EmbeddingWorker:
@@ -63,13 +78,38 @@ def _say(message: str) -> None:
     print(f"[dev] {message}", flush=True)
 
 
-def serve(niceness: int) -> None:
+def pause(ages: tuple[float, float] | None) -> float:
+    """How long to wait before claiming, given how long the oldest and the newest
+    claimable record have waited (``None``: nothing waits); 0 claims now."""
+    if ages is None:
+        return POLL_S
+    oldest, newest = ages
+    if newest >= QUIET_S or oldest >= MAX_WAIT_S:
+        return 0.0
+    return max(0.001, min(QUIET_S - newest, MAX_WAIT_S - oldest))
+
+
+def lower_priority(niceness: int) -> str:
+    """Take only idle CPU (``SCHED_IDLE``) where the system has it, else lower the
+    priority by ``niceness``; says which."""
+    if niceness > 0 and hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+        except OSError:
+            pass
     if niceness > 0:
         os.nice(niceness)
+        return f"nice {niceness}"
+    return "normal"
+
+
+def serve(niceness: int) -> None:
+    lower_priority(niceness)
     embedder = embedder_from_env(os.environ)
     if embedder is None:
         return
-    owner_url = os.environ["EMBEDDING_OWNER_URL"]
+    owner_url = make_conninfo(os.environ["EMBEDDING_OWNER_URL"], options=SESSION_OPTIONS)
 
     def progress(done: int, total: int | None) -> None:
         if total and total > EMBED_BATCH and (done == total or done % 1000 < EMBED_BATCH):
@@ -84,20 +124,21 @@ def serve(niceness: int) -> None:
         return
     with psycopg.connect(owner_url, autocommit=True) as owner:
 
-        @contextmanager
-        def session() -> Iterator[psycopg.Connection[Any]]:
-            with owner.transaction():
-                yield owner
+        def session() -> AbstractContextManager[psycopg.Connection[Any]]:
+            return statement_transactions(owner)
 
         while True:
             try:
-                claimed, stored = embed_queued(session, embedder)
+                wait = pause(embedding_data.queue_ages(owner, EMBED_QUEUE_ATTEMPTS))
+                if not wait:
+                    claimed, stored = embed_queued(session, embedder)
+                    if claimed and stored:
+                        continue  # more may wait: asked again at once
+                    wait = POLL_S  # claimed by another meanwhile, or the model refused
             except psycopg.Error:
                 return  # the database went away: make dev is stopping
-            if claimed and stored:
-                continue  # more may wait: no pause while the queue drains
-            # Idle (or the model refused the batch): wait, and end when stdin closes.
-            ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
+            # Wait, and end when stdin closes.
+            ready, _, _ = select.select([sys.stdin], [], [], wait)
             if ready and not os.read(sys.stdin.fileno(), 1):
                 return
 

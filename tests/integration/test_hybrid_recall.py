@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
-from memory_local.embedding_worker import EmbeddingWorker
+from memory_local.embedding_worker import MAX_WAIT_S, POLL_S, QUIET_S, EmbeddingWorker, pause
 from memory_server.data import embeddings as data
 from memory_server.data.migrate import drop_database
 from memory_server.data.pool import Database, request_settings
@@ -542,3 +542,42 @@ def test_too_few_of_the_view_among_the_proposed_falls_back_to_the_exact_scan(
     found, scans = by_meaning(alone.owner_url, ws.caller(alice), question, kinds=["skills"])
     assert scans == {"index": 1, "exact": True}
     assert found == nearest(skills, vectors, question)
+
+
+# -- make dev's embedding worker: when it claims ------------------------------------
+
+
+def test_the_queue_ages_say_how_long_the_claimable_records_have_waited(alone: Alone) -> None:
+    """What make dev's worker asks before it claims: how long the oldest and the newest
+    record a claim would take now have waited (none: None)."""
+    assert data.queue_ages(alone.owner, 5) is None
+    ws = alone.world.workspace()
+    agent = Agent(alone.world.store, ws.caller(ws.person("alice")))
+    first = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
+    time.sleep(0.2)
+    agent.write(uri="memory://workspace/memories/lunch.md", content="Pizza.", expected_revision=0)
+    ages = data.queue_ages(alone.owner, 5)
+    assert ages is not None
+    oldest, newest = ages
+    assert oldest >= newest + 0.2 and newest >= 0.0
+    # A record claimed by another, or failed as often as allowed, is not counted.
+    alone.owner.execute(
+        "UPDATE memory.embedding_queue SET claimed_at = now() WHERE memory_id = %s", (first["id"],)
+    )
+    claimable = data.queue_ages(alone.owner, 5)
+    assert claimable is not None and claimable[0] == claimable[1] < oldest
+    alone.owner.execute("UPDATE memory.embedding_queue SET attempts = 5")
+    assert data.queue_ages(alone.owner, 5) is None
+
+
+def test_make_devs_worker_waits_for_a_pause_in_the_writes_within_bounds() -> None:
+    """A record is claimed once the newest has waited QUIET_S (the writes paused) or
+    the oldest MAX_WAIT_S (a steady stream has no pause); nothing queued: look again
+    after POLL_S."""
+    assert pause(None) == POLL_S
+    assert pause((QUIET_S, QUIET_S)) == 0.0  # one write, then quiet
+    assert pause((MAX_WAIT_S, 0.0)) == 0.0  # a stream: the oldest may not wait longer
+    # Mid-burst: until the pause, or the oldest's bound, whichever comes first.
+    assert pause((0.05, 0.01)) == pytest.approx(QUIET_S - 0.01)
+    assert pause((MAX_WAIT_S - 0.02, 0.01)) == pytest.approx(0.02)
+    assert QUIET_S + MAX_WAIT_S < 1.0  # a record is found by meaning within a second
