@@ -1,4 +1,4 @@
-"""``make dev``'s embedding, in a process of its own that takes only idle CPU.
+"""``make dev``'s embedding, in a process of its own at a lower priority.
 
 Deployed, each invocation embeds what it changed after its response, while its
 execution environment serves nothing else. ``make dev`` serves every request from
@@ -11,14 +11,16 @@ record not in the model's space, with progress on the console), then embeds the
 queue as the owner role. It claims when the writes pause (the newest queued record
 has waited ``QUIET_S``) or when the oldest has waited ``MAX_WAIT_S``, whichever comes
 first, in batches of ``EMBED_BATCH``; with nothing queued it looks every ``POLL_S``.
-So a burst of writes is embedded after it, a few large batches instead of a pass a
-write, and a record is found by meaning well within a second of its write when the
-machine is not saturated. The process runs under ``SCHED_IDLE`` where the system has
-it (else at a lowered priority, ``niceness``): the model only takes CPU that nothing
-else wants. Its commits do not wait for the WAL flush: a vector lost in a crash is
-still queued (the claim and the store are transactions of their own) and is embedded
-again. The handler then only embeds questions. The child ends when its standard
-input closes, so a ``make dev`` that dies leaves no worker behind.
+So a burst of writes is embedded after it, in a few large batches instead of a pass
+and two transactions a write, and a record is found by meaning well within a second
+of its write when the machine is not saturated. The process runs at the AWS
+emulation's lower priority (``niceness``); ``SCHED_IDLE`` was measured and not kept:
+on a loaded machine it starved the worker, whose backlog then ran into the next
+requests (docs/performance.md, "Hybrid recall"). The claim and the store are one
+autocommit statement each, so no lock waits for the worker to be scheduled, and their
+commits do not wait for the WAL flush: a vector lost in a crash is still queued and
+is embedded again. The handler then only embeds questions. The child ends when its
+standard input closes, so a ``make dev`` that dies leaves no worker behind.
 """
 
 from __future__ import annotations
@@ -89,23 +91,9 @@ def pause(ages: tuple[float, float] | None) -> float:
     return max(0.001, min(QUIET_S - newest, MAX_WAIT_S - oldest))
 
 
-def lower_priority(niceness: int) -> str:
-    """Take only idle CPU (``SCHED_IDLE``) where the system has it, else lower the
-    priority by ``niceness``; says which."""
-    if niceness > 0 and hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-            return "idle"
-        except OSError:
-            pass
+def serve(niceness: int) -> None:
     if niceness > 0:
         os.nice(niceness)
-        return f"nice {niceness}"
-    return "normal"
-
-
-def serve(niceness: int) -> None:
-    lower_priority(niceness)
     embedder = embedder_from_env(os.environ)
     if embedder is None:
         return
