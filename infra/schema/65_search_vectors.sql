@@ -167,22 +167,6 @@ $$;
 REVOKE ALL ON FUNCTION embedding_spaces() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION embedding_spaces() TO memory_runtime;
 
--- How long the records a claim would take now have waited, in seconds: the oldest
--- and the newest (both NULL when none waits). make dev's embedding worker asks before
--- it claims, to wait for a pause in the writes (memory_local/embedding_worker.py).
--- Owner only.
-CREATE OR REPLACE FUNCTION embedding_queue_ages(p_max_attempts integer)
-RETURNS TABLE (oldest double precision, newest double precision)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
-AS $$
-    SELECT extract(epoch FROM now() - min(q.queued_at))::double precision,
-           extract(epoch FROM now() - max(q.queued_at))::double precision
-    FROM embedding_queue AS q
-    WHERE q.attempts < p_max_attempts
-      AND (q.claimed_at IS NULL OR q.claimed_at < now() - interval '1 minute')
-$$;
-REVOKE ALL ON FUNCTION embedding_queue_ages(integer) FROM PUBLIC;
-
 -- What the embeddings hold: records, by model and dimensions, and what waits.
 CREATE OR REPLACE FUNCTION embedding_status()
 RETURNS TABLE (model text, dimensions integer, records bigint, queued bigint)

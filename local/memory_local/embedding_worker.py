@@ -8,18 +8,12 @@ write's and a search's p95 over HTTP (docs/performance.md, "Hybrid recall").
 
 :class:`EmbeddingWorker` starts this module as a child: it backfills first (every
 record not in the model's space, with progress on the console), then embeds the
-queue as the owner role. It claims when the writes pause (the newest queued record
-has waited ``QUIET_S``) or when the oldest has waited ``MAX_WAIT_S``, whichever comes
-first, in batches of ``EMBED_BATCH``; with nothing queued it looks every ``POLL_S``.
-So a burst of writes is embedded after it, in a few large batches instead of a pass
-and two transactions a write, and a record is found by meaning well within a second
-of its write when the machine is not saturated. The process runs at the AWS
-emulation's lower priority (``niceness``); ``SCHED_IDLE`` was measured and not kept:
-on a loaded machine it starved the worker, whose backlog then ran into the next
-requests (docs/performance.md, "Hybrid recall"). The claim and the store are one
-autocommit statement each, so no lock waits for the worker to be scheduled, and their
-commits do not wait for the WAL flush: a vector lost in a crash is still queued and
-is embedded again. The handler then only embeds questions. The child ends when its
+queue as the owner role whenever it holds records, checking it every
+``POLL_S`` (so a record is found by meaning well within a second of its write),
+batches of ``EMBED_BATCH``. The claim and the store are one autocommit statement each,
+so no lock waits for this lower-priority process to be scheduled, and their commits
+do not wait for the WAL flush: a vector lost in a crash leaves its record queued, and
+it is embedded again. The handler then only embeds questions. The child ends when its
 standard input closes, so a ``make dev`` that dies leaves no worker behind.
 """
 
@@ -35,20 +29,14 @@ from typing import Any
 
 import memory_server
 import psycopg
-from memory_server.data import embeddings as embedding_data
-from memory_server.domain.limits import EMBED_BATCH, EMBED_QUEUE_ATTEMPTS
+from memory_server.domain.limits import EMBED_BATCH
 from memory_server.edge.runtime import embedder_from_env
 from memory_server.operations.embeddings import backfill, embed_queued, statement_transactions
 from psycopg.conninfo import make_conninfo
 
 # How often an idle worker looks at the queue: well under the second the issue allows
-# between a write and its vector, and a cheap query when nothing waits.
+# between a write and its vector, and a cheap indexed query when nothing waits.
 POLL_S = 0.1
-# A pause in the writes: the newest queued record has waited this long.
-QUIET_S = 0.1
-# The longest a record waits for a pause before it is claimed all the same (a steady
-# stream of writes has none): with QUIET_S and a batch's embedding, within a second.
-MAX_WAIT_S = 0.3
 # The worker's commits do not wait for the WAL flush (see above).
 SESSION_OPTIONS = "-c synchronous_commit=off"
 
@@ -80,17 +68,6 @@ def _say(message: str) -> None:
     print(f"[dev] {message}", flush=True)
 
 
-def pause(ages: tuple[float, float] | None) -> float:
-    """How long to wait before claiming, given how long the oldest and the newest
-    claimable record have waited (``None``: nothing waits); 0 claims now."""
-    if ages is None:
-        return POLL_S
-    oldest, newest = ages
-    if newest >= QUIET_S or oldest >= MAX_WAIT_S:
-        return 0.0
-    return max(0.001, min(QUIET_S - newest, MAX_WAIT_S - oldest))
-
-
 def serve(niceness: int) -> None:
     if niceness > 0:
         os.nice(niceness)
@@ -117,16 +94,13 @@ def serve(niceness: int) -> None:
 
         while True:
             try:
-                wait = pause(embedding_data.queue_ages(owner, EMBED_QUEUE_ATTEMPTS))
-                if not wait:
-                    claimed, stored = embed_queued(session, embedder)
-                    if claimed and stored:
-                        continue  # more may wait: asked again at once
-                    wait = POLL_S  # claimed by another meanwhile, or the model refused
+                claimed, stored = embed_queued(session, embedder)
             except psycopg.Error:
                 return  # the database went away: make dev is stopping
-            # Wait, and end when stdin closes.
-            ready, _, _ = select.select([sys.stdin], [], [], wait)
+            if claimed and stored:
+                continue  # more may wait: no pause while the queue drains
+            # Idle (or the model refused the batch): wait, and end when stdin closes.
+            ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
             if ready and not os.read(sys.stdin.fileno(), 1):
                 return
 

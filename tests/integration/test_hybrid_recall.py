@@ -8,13 +8,14 @@ import math
 import random
 import secrets
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import psycopg
 import pytest
 from memory_local.embedder import LocalEmbedder
-from memory_local.embedding_worker import MAX_WAIT_S, POLL_S, QUIET_S, EmbeddingWorker, pause
+from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
 from memory_server.data.migrate import drop_database
 from memory_server.data.pool import Database, request_settings
@@ -32,7 +33,7 @@ from memory_server.domain.limits import (
     SEARCH_MEANING_INDEX_CANDIDATES,
 )
 from memory_server.edge.runtime import build_service, require_embeddings
-from memory_server.operations.embeddings import EmbedJob, backfill
+from memory_server.operations.embeddings import EmbedJob, backfill, statement_transactions
 from memory_server.operations.store import Store
 
 from tests.builders import Agent, World
@@ -544,40 +545,22 @@ def test_too_few_of_the_view_among_the_proposed_falls_back_to_the_exact_scan(
     assert found == nearest(skills, vectors, question)
 
 
-# -- make dev's embedding worker: when it claims ------------------------------------
-
-
-def test_the_queue_ages_say_how_long_the_claimable_records_have_waited(alone: Alone) -> None:
-    """What make dev's worker asks before it claims: how long the oldest and the newest
-    record a claim would take now have waited (none: None)."""
-    assert data.queue_ages(alone.owner, 5) is None
+def test_an_owners_claim_commits_as_its_statement_ends(alone: Alone) -> None:
+    """The backfill's and make dev's worker's session: the claim is a transaction of
+    its own that no COMMIT from the (lower-priority) worker has to end, so a writer
+    re-queuing the record never waits for that process to be scheduled."""
     ws = alone.world.workspace()
     agent = Agent(alone.world.store, ws.caller(ws.person("alice")))
-    first = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
-    time.sleep(0.2)
-    agent.write(uri="memory://workspace/memories/lunch.md", content="Pizza.", expected_revision=0)
-    ages = data.queue_ages(alone.owner, 5)
-    assert ages is not None
-    oldest, newest = ages
-    assert oldest >= newest + 0.2 and newest >= 0.0
-    # A record claimed by another, or failed as often as allowed, is not counted.
-    alone.owner.execute(
-        "UPDATE memory.embedding_queue SET claimed_at = now() WHERE memory_id = %s", (first["id"],)
-    )
-    claimable = data.queue_ages(alone.owner, 5)
-    assert claimable is not None and claimable[0] == claimable[1] < oldest
-    alone.owner.execute("UPDATE memory.embedding_queue SET attempts = 5")
-    assert data.queue_ages(alone.owner, 5) is None
-
-
-def test_make_devs_worker_waits_for_a_pause_in_the_writes_within_bounds() -> None:
-    """A record is claimed once the newest has waited QUIET_S (the writes paused) or
-    the oldest MAX_WAIT_S (a steady stream has no pause); nothing queued: look again
-    after POLL_S."""
-    assert pause(None) == POLL_S
-    assert pause((QUIET_S, QUIET_S)) == 0.0  # one write, then quiet
-    assert pause((MAX_WAIT_S, 0.0)) == 0.0  # a stream: the oldest may not wait longer
-    # Mid-burst: until the pause, or the oldest's bound, whichever comes first.
-    assert pause((0.05, 0.01)) == pytest.approx(QUIET_S - 0.01)
-    assert pause((MAX_WAIT_S - 0.02, 0.01)) == pytest.approx(0.02)
-    assert QUIET_S + MAX_WAIT_S < 1.0  # a record is found by meaning within a second
+    made = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
+    with (
+        psycopg.connect(alone.owner_url, autocommit=True) as worker,
+        statement_transactions(worker) as conn,
+    ):
+        claimed = data.claim(conn, 32, 5)
+        assert [c.id for c in claimed] == [uuid.UUID(made["id"])]
+        assert worker.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        seen = alone.owner.execute(
+            "SELECT claimed_at IS NOT NULL FROM memory.embedding_queue WHERE memory_id = %s",
+            (made["id"],),
+        ).fetchone()
+        assert seen == (True,)  # committed: another connection sees the claim

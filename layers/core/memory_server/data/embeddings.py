@@ -80,16 +80,6 @@ def requeue(owner: psycopg.Connection[Any], model: str, dimensions: int) -> int:
     return int(row["waiting"]) if row else 0
 
 
-def queue_ages(owner: psycopg.Connection[Any], attempts: int) -> tuple[float, float] | None:
-    """How long, in seconds, the oldest and the newest record a claim would take now
-    have waited (fewer than ``attempts`` failures, not claimed by another); ``None``
-    when none waits. Owner only."""
-    row = statements.one(owner, "embedding_queue_ages", {"attempts": attempts})
-    if row is None or row["oldest"] is None:
-        return None
-    return float(row["oldest"]), float(row["newest"])
-
-
 def spaces(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
     """The (model, dimensions) pairs of the stored vectors."""
     found = statements.rows(conn, "embedding_spaces")
