@@ -10,8 +10,11 @@ write's and a search's p95 over HTTP (docs/performance.md, "Hybrid recall").
 record not in the model's space, with progress on the console), then embeds the
 queue as the owner role whenever it holds records, checking it every
 ``POLL_S`` (so a record is found by meaning well within a second of its write),
-batches of ``EMBED_BATCH``. The handler then only embeds questions. The child ends
-when its standard input closes, so a ``make dev`` that dies leaves no worker behind.
+batches of ``EMBED_BATCH``. The claim and the store are one autocommit statement each,
+so no lock waits for this lower-priority process to be scheduled, and their commits
+do not wait for the WAL flush: a vector lost in a crash leaves its record queued, and
+it is embedded again. The handler then only embeds questions. The child ends when its
+standard input closes, so a ``make dev`` that dies leaves no worker behind.
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,14 @@ import memory_server
 import psycopg
 from memory_server.domain.limits import EMBED_BATCH
 from memory_server.edge.runtime import embedder_from_env
-from memory_server.operations.embeddings import backfill, embed_queued
+from memory_server.operations.embeddings import backfill, embed_queued, statement_transactions
+from psycopg.conninfo import make_conninfo
 
 # How often an idle worker looks at the queue: well under the second the issue allows
 # between a write and its vector, and a cheap indexed query when nothing waits.
 POLL_S = 0.1
+# The worker's commits do not wait for the WAL flush (see above).
+SESSION_OPTIONS = "-c synchronous_commit=off"
 
 
 class EmbeddingWorker:
@@ -69,7 +74,7 @@ def serve(niceness: int) -> None:
     embedder = embedder_from_env(os.environ)
     if embedder is None:
         return
-    owner_url = os.environ["EMBEDDING_OWNER_URL"]
+    owner_url = make_conninfo(os.environ["EMBEDDING_OWNER_URL"], options=SESSION_OPTIONS)
 
     def progress(done: int, total: int | None) -> None:
         if total and total > EMBED_BATCH and (done == total or done % 1000 < EMBED_BATCH):
@@ -84,10 +89,8 @@ def serve(niceness: int) -> None:
         return
     with psycopg.connect(owner_url, autocommit=True) as owner:
 
-        @contextmanager
-        def session() -> Iterator[psycopg.Connection[Any]]:
-            with owner.transaction():
-                yield owner
+        def session() -> AbstractContextManager[psycopg.Connection[Any]]:
+            return statement_transactions(owner)
 
         while True:
             try:

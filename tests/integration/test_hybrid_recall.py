@@ -8,6 +8,7 @@ import math
 import random
 import secrets
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -32,7 +33,7 @@ from memory_server.domain.limits import (
     SEARCH_MEANING_INDEX_CANDIDATES,
 )
 from memory_server.edge.runtime import build_service, require_embeddings
-from memory_server.operations.embeddings import EmbedJob, backfill
+from memory_server.operations.embeddings import EmbedJob, backfill, statement_transactions
 from memory_server.operations.store import Store
 
 from tests.builders import Agent, World
@@ -542,3 +543,24 @@ def test_too_few_of_the_view_among_the_proposed_falls_back_to_the_exact_scan(
     found, scans = by_meaning(alone.owner_url, ws.caller(alice), question, kinds=["skills"])
     assert scans == {"index": 1, "exact": True}
     assert found == nearest(skills, vectors, question)
+
+
+def test_an_owners_claim_commits_as_its_statement_ends(alone: Alone) -> None:
+    """The backfill's and make dev's worker's session: the claim is a transaction of
+    its own that no COMMIT from the (lower-priority) worker has to end, so a writer
+    re-queuing the record never waits for that process to be scheduled."""
+    ws = alone.world.workspace()
+    agent = Agent(alone.world.store, ws.caller(ws.person("alice")))
+    made = agent.write(uri=DEPLOYS, content="We ship on Tuesdays.", expected_revision=0)
+    with (
+        psycopg.connect(alone.owner_url, autocommit=True) as worker,
+        statement_transactions(worker) as conn,
+    ):
+        claimed = data.claim(conn, 32, 5)
+        assert [c.id for c in claimed] == [uuid.UUID(made["id"])]
+        assert worker.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        seen = alone.owner.execute(
+            "SELECT claimed_at IS NOT NULL FROM memory.embedding_queue WHERE memory_id = %s",
+            (made["id"],),
+        ).fetchone()
+        assert seen == (True,)  # committed: another connection sees the claim

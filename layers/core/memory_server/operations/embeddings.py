@@ -110,7 +110,7 @@ def backfill(
             progress(0, total)
 
         def session() -> AbstractContextManager[psycopg.Connection[Any]]:
-            return _in_transaction(owner)
+            return statement_transactions(owner)
 
         while limit is None or done < limit:
             claimed, stored = embed_queued(session, embedder, batch)
@@ -124,6 +124,9 @@ def backfill(
 
 
 @contextmanager
-def _in_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
-    with conn.transaction():
-        yield conn
+def statement_transactions(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+    """An owner's autocommit connection as a session of :func:`embed_queued`: the
+    claim and the store are one statement each, so each is a transaction of its own
+    that commits as its statement ends, and no lock waits for the process that sent
+    it (``make dev``'s worker takes only idle CPU) to send a ``COMMIT``."""
+    yield conn
