@@ -31,6 +31,45 @@ if TYPE_CHECKING:  # the stack's modules (moto, the gateway) load only when it s
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# -- the order files go to the workers ----------------------------------------------
+#
+# pytest-xdist gives each worker a whole file at a time, in collection order (pyproject's
+# ``testpaths``: the packages without the shared local stack first), the next one when
+# the worker is nearly done. Two changes to that order, so that neither worker is left
+# alone with a long file at the end of the run:
+#
+# - ``tests/upgrade`` (the database server only, no stack) goes with the packages
+#   without the stack, not after the proofs.
+# - Within each of the two phases (without the stack, then with it), the longest files
+#   go first (``LONG_FILES``, longest first), the rest keep their order after them.
+#
+# Every file without the stack still goes out before any file with it, so a worker
+# never runs a local-emulation test (which inspects process-wide emulated AWS state)
+# after it has started its stack.
+
+STACK_PACKAGES = ("admin", "cli", "e2e", "proof")  # they take the session's dev_stack
+LONG_FILES = (  # measured with --durations (docs/endpoint.md); longest first
+    "tests/local/test_dev_process.py",
+    "tests/upgrade/test_upgrade.py",
+    "tests/proof/test_isolation_reads.py",
+    "tests/proof/test_isolation.py",
+    "tests/cli/test_memoryctl.py",
+    "tests/proof/test_racing_clients.py",
+    "tests/proof/test_hostile_input.py",
+    "tests/e2e/test_console.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+
+    def key(item: pytest.Item) -> tuple[bool, int]:
+        path = item.path.relative_to(ROOT).as_posix()
+        return path.split("/")[1] in STACK_PACKAGES, rank.get(path, len(LONG_FILES))
+
+    items.sort(key=key)  # stable: the rest keep their order
+
+
 # -- tests that time the machine run alone ------------------------------------------
 #
 # Under pytest-xdist (pyproject.toml) two workers share the machine's cores. A test

@@ -5,6 +5,9 @@ client talking to it over real HTTP."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -14,7 +17,9 @@ import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from memory_local import demo
 from memory_local.dev import DevStack
+from memory_server.admin import operators
 
 from tests.builders import SharedStack, using_stack
 
@@ -31,6 +36,43 @@ def stack(dev_stack: SharedStack) -> Iterator[DevStack]:
 def owner_db(stack: DevStack) -> Iterator[psycopg.Connection]:
     with psycopg.connect(stack.info["database_url"], autocommit=True) as conn:
         yield conn
+
+
+def token_subject(token: str) -> str:
+    """The ``sub`` claim of an access token (read, not verified)."""
+    payload = token.split(".")[1]
+    return str(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["sub"])
+
+
+def empty_acme(stack: DevStack, owner: psycopg.Connection) -> str:
+    """A new workspace with acme's members, grants and registered contexts (the demo's,
+    the same tokens reach it) and not one record: for a test whose assertions cover
+    everything a view shows (the briefing's order, its byte budget), which records
+    other tests leave in acme on the shared stack would otherwise change. Its slug."""
+    slug = f"acme-{uuid.uuid4().hex[:10]}"
+    workspace = operators.ensure_workspace(owner, slug, memory_enabled=True)
+    members = {
+        **{name: ("person", acme["acme"]) for name, acme in demo.PEOPLE.items() if "acme" in acme},
+        **{
+            name: ("service", acme["acme"])
+            for name, (_, acme) in demo.SERVICES.items()
+            if "acme" in acme
+        },
+    }
+    ids = {}
+    for name, (kind, grants) in members.items():
+        subject = token_subject(stack.info["tokens"][name])
+        ids[name] = operators.ensure_principal(owner, kind, subject, name)  # type: ignore[arg-type]
+        operators.set_membership(owner, workspace, ids[name], grants)
+    for key, names in demo.CONTEXTS["acme"].items():
+        operators.register_context(owner, workspace, key, [ids[n] for n in names])
+    return slug
+
+
+def workspace_url(stack: DevStack, workspace: str) -> str:
+    """The MCP endpoint of a demo workspace or of one a test made."""
+    known: dict[str, str] = stack.info["workspaces"]
+    return known.get(workspace) or f"{stack.info['api_url']}/w/{workspace}/mcp"
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -53,7 +95,7 @@ async def connect(
     async with (
         http,
         Client(
-            streamable_http_client(stack.info["workspaces"][workspace], http_client=http),
+            streamable_http_client(workspace_url(stack, workspace), http_client=http),
             mode=mode,
             cache=None,
         ) as client,

@@ -18,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from memory_server.domain.limits import INSTRUCTIONS_MAX_BYTES
 
-from tests.e2e.conftest import call, connect, create, run
+from tests.e2e.conftest import call, connect, create, empty_acme, run, workspace_url
 from tests.proof.harness import mcp_client
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
@@ -280,13 +280,22 @@ def _message(body: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("generation", list(MODES))
-def test_the_brief_orders_its_view_and_keeps_to_its_byte_budget(stack, generation: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_brief_orders_its_view_and_keeps_to_its_byte_budget(
+    stack, owner_db, generation: str
+) -> None:  # type: ignore[no-untyped-def]
+    """In a workspace of its own (acme's members and contexts): the briefing shows every
+    pinned record in view, in order, within its budget, so any other test's pinned
+    record in the same workspace would change what it must show. (In acme, pins the
+    isolation proof left took part of the default 4,096 bytes, and the workspace's
+    pin, ranked last, was dropped.)"""
     tag = uuid.uuid4().hex[:8]
     made: dict[str, str] = {}
+    ws = empty_acme(stack, owner_db)
+    url = workspace_url(stack, ws)
 
     async def scenario() -> None:
         responses: list[tuple[int, bytes]] = []
-        async with connect(stack, "alice", mode=MODES[generation]) as alice:
+        async with connect(stack, "alice", workspace=ws, mode=MODES[generation]) as alice:
             since = soon(-0.5)
             for name, uri in (
                 ("shared", f"memory://workspace/memories/brief-{tag}/shared.md"),
@@ -303,7 +312,7 @@ def test_the_brief_orders_its_view_and_keeps_to_its_byte_budget(stack, generatio
                         alice, f"memory://workspace/notes/brief-{tag}/n{i}.md", f"note {i}"
                     )
                 )["id"]
-        async with connect(stack, "alice", mode=MODES[generation], context=DM) as dm:
+        async with connect(stack, "alice", workspace=ws, mode=MODES[generation], context=DM) as dm:
             made["dm"] = (
                 await call(
                     dm,
@@ -322,7 +331,9 @@ def test_the_brief_orders_its_view_and_keeps_to_its_byte_budget(stack, generatio
                 made["dm"],
                 made["shared"],
             ]
-        async with mcp_client(stack, "alice", mode=MODES[generation], responses=responses) as alice:
+        async with mcp_client(
+            stack, "alice", url=url, mode=MODES[generation], responses=responses
+        ) as alice:
             whole = await call(alice, "memory_brief", max_bytes=16384, since=since)
             assert whole["trust"] == "recorded-data"
             mine = [p["id"] for p in whole["pinned"] if p["id"] in made.values()]
@@ -339,12 +350,12 @@ def test_the_brief_orders_its_view_and_keeps_to_its_byte_budget(stack, generatio
                     assert brief["truncated"] is True and sent > limit * 0.8, (limit, sent)
                 cut = [p for p in brief["pinned"] if p["truncated"]]
                 assert all(p["content"] for p in brief["pinned"]) and cut
-        async with connect(stack, "bob", mode=MODES[generation]) as bob:
+        async with connect(stack, "bob", workspace=ws, mode=MODES[generation]) as bob:
             theirs = await call(bob, "memory_brief", max_bytes=16384, since=since)
             seen = {p["id"] for p in theirs["pinned"]} | {r["id"] for r in theirs["recent"]}
             assert made["personal"] not in seen and made["dm"] not in seen
             assert made["shared"] in seen
-        async with connect(stack, "alice", mode=MODES[generation]) as alice:
+        async with connect(stack, "alice", workspace=ws, mode=MODES[generation]) as alice:
             for name in ("shared", "personal", "note0", "note1", "note2"):  # leave no pins
                 current = await call(alice, "memory_read", uri=f"memory://record/{made[name]}")
                 await call(

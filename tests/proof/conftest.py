@@ -20,6 +20,7 @@ from memory_local.dev import DevStack
 
 from tests.builders import SharedStack, using_stack
 from tests.proof.harness import Inspector
+from tests.proof.isolation import Lifecycle, Marker, lifecycle_of, write_markers
 
 
 @pytest.fixture(scope="package")
@@ -34,7 +35,24 @@ def inspector(stack: DevStack, cluster: Any) -> Iterator[Inspector]:
         yield Inspector(stack, owner, auditor_password=cluster.passwords["auditor"])
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def run_id() -> str:
-    """Tags this run's records, so leftovers of other runs never confuse a proof."""
+    """Tags this module's records, so leftovers of other runs and modules never confuse
+    a proof."""
     return uuid.uuid4().hex[:10]
+
+
+# -- the isolation matrix (tests/proof/isolation.py): one set of records per module ----
+
+
+@pytest.fixture(scope="module")
+def markers(stack: DevStack, run_id: str) -> list[Marker]:
+    return write_markers(stack, run_id)
+
+
+@pytest.fixture(scope="module")
+def lifecycle(
+    stack: DevStack, inspector: Inspector, markers: list[Marker], run_id: str
+) -> Iterator[Lifecycle]:
+    with lifecycle_of(stack, inspector, run_id) as made:
+        yield made

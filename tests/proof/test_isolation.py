@@ -13,254 +13,59 @@ briefing (``memory_brief``'s pinned and recent sections, the ``memory-briefing``
 prompt), reads ``as_of`` a time, ``memory_scopes``; and records that have expired
 (kept from the sweeper's purge while the proofs run, then purged) are in nobody's
 view on any of them.
+
+The reads by id, path, revision and as of a time are in ``test_isolation_reads.py``
+(the longest part, in a module of its own so the two test workers share the matrix);
+the markers, the model's cells and the helpers in ``isolation.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import timedelta
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import psycopg
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from tests.proof.harness import (
     RAW_PARALLEL,
     Inspector,
     assert_each_commit_published_once,
     invoke,
-    marker_word,
     mcp_client,
     no_problems,
     post,
     run,
     tool_call,
 )
+from tests.proof.isolation import (
+    BRIEF_BYTES,
+    BRIEF_SECTION_ITEMS,
+    KIND,
+    LIST_ITEM_KEYS,
+    OBSERVERS,
+    Lifecycle,
+    Marker,
+    depth,
+    for_each_observer,
+    key_of,
+    leaks,
+    words,
+)
 from tests.proof.model import (
     CONTEXTS,
     Cell,
-    Placed,
     all_cells,
     ancestors,
     cursor_binding,
     endpoint_status,
     grants,
-    namespaces_writable,
-    visible,
 )
 
 pytestmark = pytest.mark.slow  # a generated matrix over the stack: seconds per test
-
-T = TypeVar("T")
-KIND = {"me": "memories", "workspace": "notes"}
-OBSERVERS = [cell for cell in all_cells() if endpoint_status(cell) == 200]
-WRITERS = [cell for cell in all_cells() if namespaces_writable(cell)]
-PARALLEL = 16  # observers at a time: enough to keep both cores busy
-LIST_ITEM_KEYS = {
-    "uri", "id", "kind", "title", "context", "revision", "updated_at", "expires_at", "pinned",
-}  # fmt: skip
-BRIEF_BYTES = 16384  # the largest briefing: room for every marker an observer sees
-BRIEF_SECTION_ITEMS = 20  # what each of its sections reads at most (docs/contract.md)
-NEVER = "2000-01-01T00:00:00Z"  # before any record of this stack
-# Records that expire while the proofs run, written in these cells (token, workspace,
-# context, namespace, pinned): personal and shared, a DM's, a channel's, another
-# workspace's; pinned ones would lead the briefing, the others be recent changes.
-EXPIRING = (
-    ("alice", "acme", "workspace", "me", True),
-    ("alice", "acme", "workspace", "workspace", False),
-    ("alice", "acme", "dm:alice-release-bot", "workspace", True),
-    ("release-bot", "acme", "channel:general", "workspace", False),
-    ("carol", "globex", "workspace", "me", True),
-    ("carol", "globex", "workspace", "workspace", False),
-)
-EXPIRING_AFTER_S = 4.0  # enough to write them and hold them from the sweeper first
-
-
-@dataclass(frozen=True)
-class Marker:
-    word: str
-    writer: Cell
-    namespace: str
-    uri: str
-    id: str
-    body: str
-    pinned: bool = False
-    expires_at: str | None = None
-
-    @property
-    def placed(self) -> Placed:
-        owner = self.writer.principal.identity if self.namespace == "me" else None
-        return Placed(self.writer.workspace, self.writer.context, self.namespace, owner)
-
-    def seen_by(self, observer: Cell) -> bool:
-        """In the observer's view: as the model says, and never once expired."""
-        return self.expires_at is None and visible(self.placed, observer)
-
-
-@dataclass
-class Lifecycle:
-    """The briefing's markers (pinned, and plain ones changed after ``since``), and
-    expired records the sweeper may not purge until :meth:`release`."""
-
-    since: str
-    pinned: list[Marker]
-    recent: list[Marker]
-    expired: list[Marker]
-    holder: psycopg.Connection[Any]
-    released: bool = field(default=False)
-
-    @property
-    def every(self) -> list[Marker]:
-        return [*self.pinned, *self.recent, *self.expired]
-
-    def release(self) -> None:
-        if not self.released:
-            self.holder.rollback()
-            self.released = True
-
-
-def mode_of(cell: Cell) -> str:
-    """Alternate protocol generations across observers, deterministically."""
-    return "legacy" if OBSERVERS.index(cell) % 2 else "auto"
-
-
-def observer_client(stack: Any, cell: Cell) -> Any:
-    return mcp_client(
-        stack, cell.token, workspace=cell.workspace, context=cell.context, mode=mode_of(cell)
-    )
-
-
-async def gather_limited(jobs: Iterable[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
-    gate = asyncio.Semaphore(limit)
-
-    async def one(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    return list(await asyncio.gather(*(one(job) for job in jobs)))
-
-
-def for_each_observer(
-    stack: Any,
-    check: Callable[[Any, Cell], Awaitable[list[str]]],
-    observers: list[Cell] = OBSERVERS,
-) -> list[str]:
-    """Run ``check(client, observer)`` for every admitted observer; collect problems."""
-
-    def job(cell: Cell) -> Callable[[], Awaitable[list[str]]]:
-        async def go() -> list[str]:
-            async with observer_client(stack, cell) as client:
-                return [f"{cell}: {p}" for p in await check(client, cell)]
-
-        return go
-
-    results = run(gather_limited([job(cell) for cell in observers], PARALLEL))
-    return [problem for problems in results for problem in problems]
-
-
-def leaks(wire: str, hidden: Iterable[Marker]) -> list[str]:
-    """Hidden markers whose word or id shows anywhere in what the caller received."""
-    return [m.word for m in hidden if m.word in wire or m.id in wire]
-
-
-async def write_marker(
-    stack: Any, run_id: str, cell: Cell, namespace: str, word: str, **lifecycle: Any
-) -> Marker:
-    """A marker record written by ``cell`` (``pinned``, ``expires_at`` as given)."""
-    uri = f"memory://{namespace}/{KIND[namespace]}/proof-iso-{run_id}/{word}.md"
-    body = f"# {word}\n{word} marks the {namespace} namespace of {cell}.\n"
-    async with mcp_client(stack, cell.token, workspace=cell.workspace, context=cell.context) as c:
-        made = await invoke(
-            c, "memory_write", uri=uri, content=body, expected_revision=0, **lifecycle
-        )
-    assert not made.is_error, (cell, made.structured)
-    assert made.structured["context"] == cell.context and made.structured["revision"] == 1
-    return Marker(
-        word,
-        cell,
-        namespace,
-        uri,
-        made.structured["id"],
-        body,
-        pinned=bool(lifecycle.get("pinned")),
-        expires_at=lifecycle.get("expires_at"),
-    )
-
-
-@pytest.fixture(scope="module")
-def markers(stack: Any, run_id: str) -> list[Marker]:
-    rng = random.Random(run_id)
-    plan = [(cell, ns, marker_word(rng)) for cell in WRITERS for ns in namespaces_writable(cell)]
-    jobs = [
-        lambda c=cell, n=ns, w=word: write_marker(stack, run_id, c, n, w) for cell, ns, word in plan
-    ]
-    made = run(gather_limited(jobs, PARALLEL))
-    # Every writable cell got its marker: acme alice 6×2, bob 4, release-bot 5; globex carol 5×2.
-    assert len(made) == 31
-    assert len({m.id for m in made}) == len({m.word for m in made}) == 31
-    return made
-
-
-@pytest.fixture(scope="module")
-def lifecycle(
-    stack: Any, inspector: Inspector, markers: list[Marker], run_id: str
-) -> Iterator[Lifecycle]:
-    """After the markers: ``since``, then records that expire shortly (held from the
-    sweeper's purge by a row lock that reads do not wait for), then a pinned and a
-    plain marker in every writable cell; ready once the expiry has passed."""
-    rng = random.Random(f"lifecycle-{run_id}")
-    since = inspector.clock().isoformat()
-    expiry = inspector.clock() + timedelta(seconds=EXPIRING_AFTER_S)
-
-    async def expiring() -> list[Marker]:
-        return [
-            await write_marker(
-                stack,
-                run_id,
-                Cell(token, workspace, context),
-                namespace,
-                marker_word(rng, "exp"),
-                pinned=pinned,
-                expires_at=expiry.isoformat(),
-            )
-            for token, workspace, context, namespace, pinned in EXPIRING
-        ]
-
-    expired = run(expiring())
-    holder = psycopg.connect(stack.info["database_url"])
-    held = holder.execute(
-        "SELECT id FROM memory.memories WHERE id = ANY(%s::uuid[]) FOR KEY SHARE",
-        ([m.id for m in expired],),
-    ).fetchall()
-    assert len(held) == len(EXPIRING) and inspector.clock() < expiry, "held before they expired"
-    plan = [(cell, ns) for cell in WRITERS for ns in namespaces_writable(cell)]
-
-    def jobs(prefix: str, pinned: bool) -> list[Callable[[], Awaitable[Marker]]]:
-        words = [marker_word(rng, prefix) for _ in plan]
-        return [
-            partial(write_marker, stack, run_id, cell, ns, word, pinned=pinned)
-            for (cell, ns), word in zip(plan, words, strict=True)
-        ]
-
-    pinned = run(gather_limited(jobs("pin", True), PARALLEL))
-    recent = run(gather_limited(jobs("rec", False), PARALLEL))
-    inspector.wait_for_clock(expiry)
-    made = Lifecycle(since, pinned, recent, expired, holder)
-    try:
-        yield made
-    finally:
-        made.release()
-        holder.close()
-        inspector.purge_until_gone(m.id for m in expired)  # leave no expiry behind
 
 
 def test_the_endpoint_admits_exactly_the_cells_the_model_admits(
@@ -322,8 +127,8 @@ def test_list_shows_exactly_the_visible_markers(
         listed = {item["id"]: item for item in items if item["id"] in {m.id for m in everything}}
         if error or set(listed) != set(seen):
             problems.append(
-                f"full walk {error=} showed {_words(listed, everything)}, "
-                f"expected {_words(seen, everything)}"
+                f"full walk {error=} showed {words(listed, everything)}, "
+                f"expected {words(seen, everything)}"
             )
         problems += [f"full walk leaks {w}" for w in leaks(wire, hidden)]
         for mid, item in listed.items():
@@ -390,8 +195,8 @@ def test_search_finds_exactly_the_visible_markers(
                     h["id"] for h in hits
                 } != set(expected):
                     problems.append(
-                        f"search {namespace} hit {_words({h['id'] for h in hits}, everything)}, "
-                        f"expected {_words(expected, everything)}"
+                        f"search {namespace} hit {words({h['id'] for h in hits}, everything)}, "
+                        f"expected {words(expected, everything)}"
                     )
                 if found.structured["truncated"] or found.structured["trust"] != "recorded-data":
                     problems.append(f"search {namespace} flags wrong: {found.structured}")
@@ -403,80 +208,6 @@ def test_search_finds_exactly_the_visible_markers(
         return problems
 
     no_problems(for_each_observer(stack, check))
-
-
-def test_reads_by_id_path_and_revision_answer_only_inside_the_view(
-    stack: Any, markers: list[Marker], lifecycle: Lifecycle
-) -> None:
-    """memory_read by id and by path, as of a time after the markers were written and
-    before any record was, and the revision resource: the content when visible;
-    otherwise exactly the error a never-existing record gets. An expired record
-    answers everyone so, its writer too."""
-
-    async def check(client: Any, observer: Cell) -> list[str]:
-        problems = []
-        never = await invoke(client, "memory_read", uri=f"memory://record/{uuid.uuid4()}")
-        assert never.code == "not_found"
-        never_revision = await _resource_error(
-            client, f"memory://record/{uuid.uuid4()}/revisions/1"
-        )
-        assert never_revision is not None
-        for marker in markers:
-            shown = visible(marker.placed, observer)
-            for uri in (f"memory://record/{marker.id}", marker.uri):
-                read = await invoke(client, "memory_read", uri=uri)
-                if shown:
-                    got = (read.is_error, read.structured.get("content"), read.structured.get("id"))
-                    if got != (False, marker.body, marker.id) or (
-                        read.structured["context"] != marker.writer.context
-                        or read.structured["trust"] != "recorded-data"
-                    ):
-                        problems.append(f"read {uri} of visible {marker.word}: {read.structured}")
-                elif read.structured != never.structured:
-                    problems.append(f"read {uri} of hidden {marker.word}: {read.structured}")
-            by_id = f"memory://record/{marker.id}"
-            then = await invoke(client, "memory_read", uri=by_id, as_of=lifecycle.since)
-            if shown and (then.is_error or then.structured["content"] != marker.body):
-                problems.append(f"read of visible {marker.word} as of then: {then.structured}")
-            elif not shown and then.structured != never.structured:
-                problems.append(f"read of hidden {marker.word} as of then: {then.structured}")
-            before = await invoke(client, "memory_read", uri=marker.uri, as_of=NEVER)
-            if before.structured != never.structured:
-                problems.append(f"read of {marker.word} before it existed: {before.structured}")
-            revision_uri = f"memory://record/{marker.id}/revisions/1"
-            error = await _resource_error(client, revision_uri)
-            if shown and error is not None:
-                problems.append(f"revision of visible {marker.word} refused: {error}")
-            elif shown:
-                resource = await client.read_resource(revision_uri)
-                if resource.contents[0].text != marker.body:
-                    problems.append(f"revision of {marker.word} has other content")
-            elif error is None or error[:2] != never_revision[:2]:
-                problems.append(f"revision of hidden {marker.word}: {error}, not {never_revision}")
-        for gone in lifecycle.expired:
-            for uri, as_of in (
-                (f"memory://record/{gone.id}", None),
-                (gone.uri, None),
-                (f"memory://record/{gone.id}", lifecycle.since),
-                (gone.uri, lifecycle.since),
-            ):
-                read = await invoke(client, "memory_read", uri=uri, as_of=as_of)
-                if read.structured != never.structured:
-                    problems.append(f"read {uri} of expired {gone.word}: {read.structured}")
-            error = await _resource_error(client, f"memory://record/{gone.id}/revisions/1")
-            if error is None or error[:2] != never_revision[:2]:
-                problems.append(f"revision of expired {gone.word}: {error}")
-        return problems
-
-    no_problems(for_each_observer(stack, check))
-
-
-async def _resource_error(client: Any, uri: str) -> tuple[int, str, Any] | None:
-    try:
-        await client.read_resource(uri)
-    except MCPError as caught:
-        return caught.error.code, caught.error.message, caught.error.data
-    return None
 
 
 def test_the_briefing_shows_exactly_the_visible_pinned_and_recent_markers(
@@ -504,10 +235,10 @@ def test_the_briefing_shows_exactly_the_visible_pinned_and_recent_markers(
             shown = {item["id"] for item in items if item["id"] in mine}
             expected = {m.id for m in wanted if m.id in seen}
             if shown - expected:
-                problems.append(f"{section} shows {_words(shown - expected, everything)}")
+                problems.append(f"{section} shows {words(shown - expected, everything)}")
             excused = len(items) >= BRIEF_SECTION_ITEMS or brief.structured["truncated"]
             if expected - shown and not excused:
-                problems.append(f"{section} lacks {_words(expected - shown, everything)}")
+                problems.append(f"{section} lacks {words(expected - shown, everything)}")
         for item in brief.structured["pinned"]:
             marker = seen.get(item["id"])
             if marker and not item["truncated"] and item["content"] != marker.body:
@@ -651,7 +382,7 @@ def test_a_cursor_works_only_for_the_caller_it_was_issued_to(
         rng = random.Random(str(observer))
         mine = (observer.token, observer.workspace, observer.context)
         others = [c for c in OBSERVERS if c != observer]
-        near = [c for c in others if sum(a != b for a, b in zip(mine, _key(c))) == 1]
+        near = [c for c in others if sum(a != b for a, b in zip(mine, key_of(c))) == 1]
         far = [c for c in others if c not in near]
         return near + rng.sample(far, 6)
 
@@ -664,7 +395,7 @@ def test_a_path_resolves_to_the_nearest_visible_copy(stack: Any, run_id: str, se
     context the nearest copy in its ancestor set answers, and creating the path
     reveals nothing about copies in contexts the creator cannot see."""
     rng = random.Random(f"{run_id}-{seed}")
-    copies = sorted(rng.sample(CONTEXTS, rng.randint(1, len(CONTEXTS))), key=_depth, reverse=True)
+    copies = sorted(rng.sample(CONTEXTS, rng.randint(1, len(CONTEXTS))), key=depth, reverse=True)
     uri = f"memory://workspace/notes/proof-iso-{run_id}/near-{seed}.md"
     made: dict[str, str] = {}
 
@@ -691,7 +422,7 @@ def test_a_path_resolves_to_the_nearest_visible_copy(stack: Any, run_id: str, se
 
     async def create_everywhere() -> list[str]:
         problems = []
-        for context in sorted(CONTEXTS, key=_depth, reverse=True):
+        for context in sorted(CONTEXTS, key=depth, reverse=True):
             creator = next(
                 (
                     c
@@ -724,16 +455,3 @@ def test_a_path_resolves_to_the_nearest_visible_copy(stack: Any, run_id: str, se
     acme = [cell for cell in OBSERVERS if cell.workspace == "acme"]
     no_problems(for_each_observer(stack, read, acme))
     no_problems(run(create_everywhere()))
-
-
-def _key(cell: Cell) -> tuple[str, str, str]:
-    return cell.token, cell.workspace, cell.context
-
-
-def _depth(context: str) -> int:
-    return len(ancestors(context))
-
-
-def _words(ids: Iterable[str], markers: list[Marker]) -> list[str]:
-    by_id = {m.id: m.word for m in markers}
-    return sorted(by_id.get(i, i) for i in ids)
