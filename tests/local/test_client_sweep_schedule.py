@@ -36,6 +36,7 @@ def test_the_sweeper_thread_runs_the_client_sweep_and_survives_failures(
 ) -> None:
     assert DevStack(tmp_path).client_sweep_every_s == CLIENT_SWEEP_EVERY_S
     monkeypatch.setattr(dev, "SWEEP_EVERY_S", 0.01)
+    monkeypatch.setattr(dev, "PURGE_EVERY_S", 0.01)  # the loop's period: not 5 s a run
     stack = DevStack(tmp_path, client_sweep_every_s=0.0)
     management = Management()
     stack.management = management  # type: ignore[assignment]
