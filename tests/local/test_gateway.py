@@ -658,7 +658,14 @@ def test_request_log_line(
 ) -> None:
     with ApiGateway(echo_handler, issuer=issuer, quiet=False) as gw:
         request(gw.url, "POST", "/w/acme/mcp?context=x", body=b"{}")
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("apigw:")]
+        # The line is written once the response has gone (its time includes the write):
+        # on a loaded machine the client can read the response before the line exists.
+        err, give_up = "", time.monotonic() + 10
+        while "apigw:" not in err and time.monotonic() < give_up:
+            time.sleep(0.01)
+            err += capsys.readouterr().err
+    err += capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("apigw:")]
     assert len(lines) == 1
     assert lines[0].startswith("apigw: POST /w/acme/mcp 401 ")
     assert "ms" in lines[0] and "context=x" not in lines[0]
