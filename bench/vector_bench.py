@@ -23,10 +23,13 @@ in turn, so outside load falls on every variant alike:
 - ``hybrid search``: the ``memory_search`` tool less its JSON-RPC (words' candidates,
   the meaning side, fusion, hydration, the byte budget), its embedder answering with
   the next synthetic question vector at once (the model's own time is measured in
-  ``bench/results/embedder.json``).
+  ``bench/results/embedder.json``);
+- ``other workspace``: the meaning side (the product's way) and the whole hybrid
+  search of the first person of the seed's second workspace, from the same thread:
+  a view that is a smaller share of the index, which the exact scan answers.
 
 Then ``EXPLAIN (ANALYZE, BUFFERS)`` of the meaning side's two statements, written out
-as the function runs them, for the first question. Results go to ``--output``
+as the function runs them, for the first question, in both views. Results go to ``--output``
 (``bench/results/vector-latest.json``), with the seed's, the fill's and the build's
 times when this run or the one that prepared the database recorded them.
 """
@@ -67,6 +70,7 @@ from .timing import RESULTS
 MODEL = "synthetic@0"  # the vectors' model: no real model made them
 DIMENSIONS = 384
 QUESTIONS = 64
+OTHER_TENANT = 1  # the seed's second workspace, the largest after the reader's
 VECTORS = "synthetic: random Gaussian directions drawn by PostgreSQL, 384 dimensions"
 
 # One vector per record without one: a correlated subquery, so each row draws its
@@ -279,6 +283,26 @@ def explain(admin_url: str, caller: Caller, vector: Sequence[float]) -> dict[str
     return plans
 
 
+def embedded_in_view(owner: psycopg.Connection, caller: Caller) -> int:
+    """The embedded records of the kinds searched in the caller's view."""
+    owner.execute(query("request_settings"), request_settings(caller, 60_000))
+    row = owner.execute(
+        "SELECT count(*) FROM memory.search_documents AS d"
+        " JOIN memory.search_embeddings AS e USING (memory_id)"
+        " WHERE d.workspace_id = %s AND d.owner_id = ANY (%s)"
+        " AND d.context_key = ANY (%s) AND d.kind = ANY (%s)",
+        (
+            caller.workspace_id,
+            caller.visible_owners(),
+            list(caller.context.ancestors),
+            SEARCH_KINDS,
+        ),
+    ).fetchone()
+    assert row is not None
+    owner.rollback()
+    return int(row[0])
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     spec = seed.SeedSpec(args.records, args.largest, args.seed)
     rng = random.Random(args.seed)
@@ -311,31 +335,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             store = Store(db, secrets.token_bytes(32), embedder=Synthetic(questions))
             tools = ToolTable(store)
             reader = caller_of(db, tenants[0], seed.READER_CONTEXT)
+            # The largest of the other workspaces, from the same thread: a view that is
+            # a smaller share of the index, the exact scan's case.
+            other = caller_of(db, tenants[OTHER_TENANT], seed.READER_CONTEXT)
             with psycopg.connect(cluster.owner_url) as owner:
-                owner.execute(query("request_settings"), request_settings(reader, 60_000))
-                view = owner.execute(
-                    "SELECT count(*) FROM memory.search_documents AS d"
-                    " JOIN memory.search_embeddings AS e USING (memory_id)"
-                    " WHERE d.workspace_id = %s AND d.owner_id = ANY (%s)"
-                    " AND d.context_key = ANY (%s) AND d.kind = ANY (%s)",
-                    (
-                        reader.workspace_id,
-                        reader.visible_owners(),
-                        list(reader.context.ancestors),
-                        SEARCH_KINDS,
-                    ),
-                ).fetchone()
-            assert view is not None
+                view = {
+                    name: embedded_in_view(owner, caller)
+                    for name, caller in (("reader", reader), ("other", other))
+                }
             words = ["deploy", "customer", "meeting notes", "release plan", "budget review"]
 
-            def meaning(candidates: int) -> Any:
+            def meaning(caller: Caller, candidates: int) -> Any:
                 def call(i: int) -> object:
-                    with db.read(reader, _deadline(), isolation="repeatable read") as tx:
+                    with db.read(caller, _deadline(), isolation="repeatable read") as tx:
                         found = embeddings.by_meaning(
                             tx,
                             questions[i % QUESTIONS],
                             model=MODEL,
-                            owners=reader.visible_owners(),
+                            owners=caller.visible_owners(),
                             kinds=SEARCH_KINDS,
                             limit=SEARCH_FUSION_CANDIDATES,
                             index_candidates=candidates,
@@ -345,25 +362,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 return call
 
-            def hybrid(i: int) -> object:
-                return tools.run(
-                    "memory_search", reader, {"query": words[i % len(words)]}, _deadline()
-                )
+            def hybrid(caller: Caller) -> Any:
+                def call(i: int) -> object:
+                    return tools.run(
+                        "memory_search", caller, {"query": words[i % len(words)]}, _deadline()
+                    )
 
-            progress(f"measuring: {view[0]:,} embedded records in the reader's view")
+                return call
+
+            progress(
+                f"measuring: {view['reader']:,} embedded records in the reader's view,"
+                f" {view['other']:,} in the other workspace's"
+            )
             timing = Timing(args.iterations, args.warmup, args.budget)
             results = measure_together(
                 {
                     "meaning_index_first": (
                         "meaning, index first",
-                        meaning(SEARCH_MEANING_INDEX_CANDIDATES),
+                        meaning(reader, SEARCH_MEANING_INDEX_CANDIDATES),
                     ),
-                    "meaning_exact": ("meaning, exact scan", meaning(0)),
-                    "hybrid_search": ("hybrid search (memory_search)", hybrid),
+                    "meaning_exact": ("meaning, exact scan", meaning(reader, 0)),
+                    "hybrid_search": ("hybrid search (memory_search)", hybrid(reader)),
+                    "other_meaning": (
+                        "other workspace: meaning",
+                        meaning(other, SEARCH_MEANING_INDEX_CANDIDATES),
+                    ),
+                    "other_hybrid_search": ("other workspace: hybrid search", hybrid(other)),
                 },
                 timing,
             )
             plans = explain(cluster.admin_url, reader, questions[0])
+            plans["other_workspace"] = explain(cluster.admin_url, other, questions[0])
         finally:
             db.close()
     return {
@@ -372,7 +401,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"python -m bench.vector_bench --records {args.records} --largest {args.largest}"
         ),
         "vectors": VECTORS,
-        "dataset": {**dataset, "embedded_records_in_view": int(view[0])},
+        "dataset": {
+            **dataset,
+            "embedded_records_in_view": view["reader"],
+            "other_workspace": {
+                "slug": tenants[OTHER_TENANT].slug,
+                "embedded_in_view": view["other"],
+            },
+        },
         "niceness": os.nice(0),
         "settings": {"iterations": args.iterations, "warmup": args.warmup, "budget_s": args.budget},
         "results": results,
