@@ -239,16 +239,28 @@ EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
 SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) %(q)s::public.vector)
 FROM memory.search_documents AS d
 JOIN memory.search_embeddings AS e ON e.memory_id = d.memory_id
-WHERE d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
+WHERE memory.search_view_cell(d.workspace_id, d.owner_id, d.context_key) = ANY (
+        ARRAY(SELECT memory.search_view_cell(%(ws)s, o, c)
+              FROM unnest(%(owners)s::uuid[]) AS o, unnest(%(contexts)s::text[]) AS c))
+  AND d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
   AND d.context_key = ANY (%(contexts)s) AND d.kind = ANY (%(kinds)s)
   AND e.model = %(model)s AND e.dimensions = 384
 ORDER BY e.embedding OPERATOR(public.<=>) %(q)s::public.vector
 LIMIT %(wanted)s
 """
-# How many the function has the index propose for this view (the same arithmetic).
+# The same before the view's btree (search_documents_view): the columns alone.
+EXPLAIN_EXACT_COLUMNS = re.sub(
+    r"WHERE memory\.search_view_cell.*?\)\)\n  AND ", "WHERE ", EXPLAIN_EXACT, flags=re.S
+)
+# How many the function has the index propose for this view (the same arithmetic:
+# 0 when even 1,000 would not be expected to hold the wanted of the view, the exact
+# scan at once).
 PROPOSED = """
 SELECT v.documents, c.reltuples,
-       least(1000, greatest(%(least)s, ceil(2 * %(wanted)s * c.reltuples / v.documents)))
+       CASE WHEN ceil(2 * %(wanted)s * c.reltuples / v.documents) <= 1000
+            THEN greatest(%(least)s, ceil(2 * %(wanted)s * c.reltuples / v.documents))
+            WHEN 1000 * v.documents / c.reltuples >= %(wanted)s THEN 1000
+            ELSE 0 END
 FROM memory.search_view_statistics(%(ws)s, %(owners)s, %(contexts)s, '{""}') AS v,
      pg_class AS c
 WHERE c.oid = 'memory.search_embeddings_384'::regclass
@@ -275,8 +287,21 @@ def explain(admin_url: str, caller: Caller, vector: Sequence[float]) -> dict[str
         in_view, indexed, proposed = row
         plans["view_records"], plans["indexed_vectors"] = int(in_view), int(indexed)
         plans["proposed"] = int(proposed)
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(proposed)}")
-        for name, statement in (("index_first", EXPLAIN_INDEX), ("exact", EXPLAIN_EXACT)):
+        # The exact scan as the installed function words it: by the view's cells when
+        # it reads them from search_documents_view, else by the columns alone.
+        source = conn.execute(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'memory.search_by_meaning"
+            "(text, text, uuid[], text[], integer, integer)'::regprocedure"
+        ).fetchone()
+        by_cells = source is not None and "search_view_cell" in str(source[0])
+        statements = [("exact", EXPLAIN_EXACT if by_cells else EXPLAIN_EXACT_COLUMNS)]
+        plans["exact_by_cells"] = by_cells
+        if proposed:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(proposed)}")
+            statements.insert(0, ("index_first", EXPLAIN_INDEX))
+        else:
+            plans["index_first"] = ["not run: the function goes to the exact scan at once"]
+        for name, statement in statements:
             for _ in range(2):
                 lines = conn.execute(statement, {**values, "proposed": proposed}).fetchall()
             plans[name] = [re.sub(r"'\[[^']*\]'", "'[…]'", line[0]) for line in lines]
