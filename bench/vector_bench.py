@@ -9,7 +9,9 @@ length), in the local model's space and dimension, so the HNSW index and the exa
 scan have the real sizes to read. The local model embeds 13-99 records a second, so
 real vectors for 100,000 records and more are out of reach here; what is measured is
 latency, not recall. The index of that dimension is dropped for the load and built
-again afterwards (one build is far cheaper than as many insertions).
+again afterwards (one build is far cheaper than as many insertions), with the graph
+in memory and pgvector's parallel workers. ``--prepare-only`` stops there: the slow
+part, to run at a lower priority (``nice``) than the measurement that follows it.
 
 Measured as the store benchmark's reader (its largest workspace, from a thread, so
 the view is the workspace's records of that thread and its ancestors), call by call
@@ -21,11 +23,15 @@ in turn, so outside load falls on every variant alike:
 - ``hybrid search``: the ``memory_search`` tool less its JSON-RPC (words' candidates,
   the meaning side, fusion, hydration, the byte budget), its embedder answering with
   the next synthetic question vector at once (the model's own time is measured in
-  ``bench/results/embedder.json``).
+  ``bench/results/embedder.json``);
+- ``other workspace``: the meaning side (the product's way) and the whole hybrid
+  search of the first person of the seed's second workspace, from the same thread:
+  a view that is a smaller share of the index, which the exact scan answers.
 
 Then ``EXPLAIN (ANALYZE, BUFFERS)`` of the meaning side's two statements, written out
-as the function runs them, for the first question. Results go to
-``bench/results/vector-latest.json``.
+as the function runs them, for the first question, in both views. Results go to ``--output``
+(``bench/results/vector-latest.json``), with the seed's, the fill's and the build's
+times when this run or the one that prepared the database recorded them.
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ import random
 import re
 import secrets
 import time
+import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +70,8 @@ from .timing import RESULTS
 MODEL = "synthetic@0"  # the vectors' model: no real model made them
 DIMENSIONS = 384
 QUESTIONS = 64
+OTHER_TENANT = 1  # the seed's second workspace, the largest after the reader's
+VECTORS = "synthetic: random Gaussian directions drawn by PostgreSQL, 384 dimensions"
 
 # One vector per record without one: a correlated subquery, so each row draws its
 # own (Box-Muller: a standard normal number from two uniform ones).
@@ -74,6 +84,12 @@ SELECT d.memory_id, %(model)s, %(dims)s, '\\x00'::bytea,
 FROM memory.search_documents AS d
 WHERE NOT EXISTS (SELECT 1 FROM memory.search_embeddings AS e WHERE e.memory_id = d.memory_id)
 """
+# The index of that dimension as infra/migrations/0005_embeddings.sql makes it.
+INDEX_DEFINITION = (
+    "CREATE INDEX {index} ON memory.search_embeddings"
+    " USING hnsw ((embedding::public.vector({dims})) public.vector_cosine_ops)"
+    " WHERE dimensions = {dims}"
+)
 
 
 class Synthetic:
@@ -94,30 +110,86 @@ def progress(message: str) -> None:
     print(f"[vector-bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def fill_vectors(admin: psycopg.Connection, seed_value: int) -> dict[str, Any]:
-    """A synthetic vector for every record without one; the index built afterwards."""
+def build_memory(vectors: float) -> str:
+    """maintenance_work_mem for an HNSW build over this many vectors: the whole graph
+    in memory (each element is its vector, 4 bytes a dimension, and its neighbour
+    lists), as much again to spare, 1 GB at least. An HNSW build whose graph
+    outgrows it goes on element by element on disk, many times slower (pgvector says
+    so in a notice)."""
+    need = vectors * (DIMENSIONS * 4 + 512) * 2
+    return f"{max(1, -(-int(need) // 2**30))}GB"
+
+
+def _fill_range(
+    admin_url: str, seed_value: int, part: int, low: uuid.UUID, high: uuid.UUID | None
+) -> None:
+    """The synthetic vectors of one range of record ids, in one transaction."""
+    bounded = " AND d.memory_id >= %(low)s" + (
+        "" if high is None else " AND d.memory_id < %(high)s"
+    )
+    with psycopg.connect(admin_url, autocommit=True) as conn, conn.transaction():
+        # Each range its own random sequence, the same on every seed of these parameters.
+        conn.execute("SELECT setseed(%s)", (1 / (seed_value + 2 + part),))
+        conn.execute(FILL + bounded, {"model": MODEL, "dims": DIMENSIONS, "low": low, "high": high})
+
+
+def fill_vectors(admin: psycopg.Connection, admin_url: str, seed_value: int) -> dict[str, Any]:
+    """A synthetic vector for every record without one; the index built afterwards.
+
+    The index is dropped for the load and built once afterwards (a load interrupted
+    leaves it missing: the next run builds it). The fill runs on one connection per
+    core, each over a range of record ids (an INSERT does not run in parallel); the
+    build with enough maintenance_work_mem for the graph and pgvector's parallel
+    workers (one per core beside the leader's own)."""
+    index = f"search_embeddings_{DIMENSIONS}"
     missing = admin.execute(
         "SELECT count(*) FROM memory.search_documents AS d WHERE NOT EXISTS "
         "(SELECT 1 FROM memory.search_embeddings AS e WHERE e.memory_id = d.memory_id)"
     ).fetchone()
     assert missing is not None
     made: dict[str, Any] = {"added": int(missing[0])}
+    present = admin.execute("SELECT to_regclass(%s) IS NOT NULL", (f"memory.{index}",)).fetchone()
+    assert present is not None
     if missing[0]:
-        index = f"search_embeddings_{DIMENSIONS}"
-        row = admin.execute("SELECT pg_get_indexdef(%s::regclass)", (f"memory.{index}",)).fetchone()
-        assert row is not None
         progress(f"adding {missing[0]:,} synthetic vectors (index {index} dropped meanwhile)")
         started = time.monotonic()
-        admin.execute(f"DROP INDEX memory.{index}")
-        admin.execute("SELECT setseed(%s)", (1 / (seed_value + 2),))
-        admin.execute(FILL, {"model": MODEL, "dims": DIMENSIONS})
+        admin.execute(f"DROP INDEX IF EXISTS memory.{index}")
+        workers = max(1, min(4, len(os.sched_getaffinity(0))))
+        bounds = [uuid.UUID(int=(2**128 * k) // workers) for k in range(workers)]
+        ranges = list(zip(bounds, [*bounds[1:], None], strict=True))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [
+                pool.submit(_fill_range, admin_url, seed_value, part, low, high)
+                for part, (low, high) in enumerate(ranges)
+            ]
+            for future in futures:
+                future.result()
         admin.execute("DELETE FROM memory.embedding_queue")
         made["fill_s"] = round(time.monotonic() - started, 1)
-        progress(f"building {index}")
+        made["fill_connections"] = workers
+        progress(f"filled in {made['fill_s']} s")
+    if missing[0] or not present[0]:
+        admin.execute("ANALYZE memory.search_embeddings")
+        rows = admin.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = 'memory.search_embeddings'::regclass"
+        ).fetchone()
+        assert rows is not None
+        memory = build_memory(max(float(rows[0]), 0.0))
+        parallel = max(0, len(os.sched_getaffinity(0)) - 1)
+        notices: list[str] = []
+        admin.add_notice_handler(lambda d: notices.append(str(d.message_primary)))
+        progress(f"building {index} (maintenance_work_mem {memory}, {parallel} parallel workers)")
         started = time.monotonic()
-        admin.execute("SET maintenance_work_mem = '1GB'")
-        admin.execute(row[0])
+        admin.execute(f"SET maintenance_work_mem = '{memory}'")
+        admin.execute(f"SET max_parallel_maintenance_workers = {parallel}")
+        admin.execute(INDEX_DEFINITION.format(index=index, dims=DIMENSIONS))
         made["index_build_s"] = round(time.monotonic() - started, 1)
+        made["index_build"] = {
+            "maintenance_work_mem": memory,
+            "max_parallel_maintenance_workers": parallel,
+            "notices": notices,
+        }
+        progress(f"built in {made['index_build_s']} s")
         admin.execute("VACUUM ANALYZE memory.search_embeddings")
     counts = admin.execute(
         "SELECT model, count(*) FROM memory.search_embeddings GROUP BY model"
@@ -167,16 +239,28 @@ EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
 SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) %(q)s::public.vector)
 FROM memory.search_documents AS d
 JOIN memory.search_embeddings AS e ON e.memory_id = d.memory_id
-WHERE d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
+WHERE memory.search_view_cell(d.workspace_id, d.owner_id, d.context_key) = ANY (
+        ARRAY(SELECT memory.search_view_cell(%(ws)s, o, c)
+              FROM unnest(%(owners)s::uuid[]) AS o, unnest(%(contexts)s::text[]) AS c))
+  AND d.workspace_id = %(ws)s AND d.owner_id = ANY (%(owners)s)
   AND d.context_key = ANY (%(contexts)s) AND d.kind = ANY (%(kinds)s)
   AND e.model = %(model)s AND e.dimensions = 384
 ORDER BY e.embedding OPERATOR(public.<=>) %(q)s::public.vector
 LIMIT %(wanted)s
 """
-# How many the function has the index propose for this view (the same arithmetic).
+# The same before the view's btree (search_documents_view): the columns alone.
+EXPLAIN_EXACT_COLUMNS = re.sub(
+    r"WHERE memory\.search_view_cell.*?\)\)\n  AND ", "WHERE ", EXPLAIN_EXACT, flags=re.S
+)
+# How many the function has the index propose for this view (the same arithmetic:
+# 0 when even 1,000 would not be expected to hold the wanted of the view, the exact
+# scan at once).
 PROPOSED = """
 SELECT v.documents, c.reltuples,
-       least(1000, greatest(%(least)s, ceil(2 * %(wanted)s * c.reltuples / v.documents)))
+       CASE WHEN ceil(2 * %(wanted)s * c.reltuples / v.documents) <= 1000
+            THEN greatest(%(least)s, ceil(2 * %(wanted)s * c.reltuples / v.documents))
+            WHEN 1000 * v.documents / c.reltuples >= %(wanted)s THEN 1000
+            ELSE 0 END
 FROM memory.search_view_statistics(%(ws)s, %(owners)s, %(contexts)s, '{""}') AS v,
      pg_class AS c
 WHERE c.oid = 'memory.search_embeddings_384'::regclass
@@ -203,12 +287,45 @@ def explain(admin_url: str, caller: Caller, vector: Sequence[float]) -> dict[str
         in_view, indexed, proposed = row
         plans["view_records"], plans["indexed_vectors"] = int(in_view), int(indexed)
         plans["proposed"] = int(proposed)
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(proposed)}")
-        for name, statement in (("index_first", EXPLAIN_INDEX), ("exact", EXPLAIN_EXACT)):
+        # The exact scan as the installed function words it: by the view's cells when
+        # it reads them from search_documents_view, else by the columns alone.
+        source = conn.execute(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'memory.search_by_meaning"
+            "(text, text, uuid[], text[], integer, integer)'::regprocedure"
+        ).fetchone()
+        by_cells = source is not None and "search_view_cell" in str(source[0])
+        statements = [("exact", EXPLAIN_EXACT if by_cells else EXPLAIN_EXACT_COLUMNS)]
+        plans["exact_by_cells"] = by_cells
+        if proposed:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(proposed)}")
+            statements.insert(0, ("index_first", EXPLAIN_INDEX))
+        else:
+            plans["index_first"] = ["not run: the function goes to the exact scan at once"]
+        for name, statement in statements:
             for _ in range(2):
                 lines = conn.execute(statement, {**values, "proposed": proposed}).fetchall()
             plans[name] = [re.sub(r"'\[[^']*\]'", "'[…]'", line[0]) for line in lines]
     return plans
+
+
+def embedded_in_view(owner: psycopg.Connection, caller: Caller) -> int:
+    """The embedded records of the kinds searched in the caller's view."""
+    owner.execute(query("request_settings"), request_settings(caller, 60_000))
+    row = owner.execute(
+        "SELECT count(*) FROM memory.search_documents AS d"
+        " JOIN memory.search_embeddings AS e USING (memory_id)"
+        " WHERE d.workspace_id = %s AND d.owner_id = ANY (%s)"
+        " AND d.context_key = ANY (%s) AND d.kind = ANY (%s)",
+        (
+            caller.workspace_id,
+            caller.visible_owners(),
+            list(caller.context.ancestors),
+            SEARCH_KINDS,
+        ),
+    ).fetchone()
+    assert row is not None
+    owner.rollback()
+    return int(row[0])
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -216,40 +333,51 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     questions = [[rng.gauss(0.0, 1.0) for _ in range(DIMENSIONS)] for _ in range(QUESTIONS)]
     with seed.server(True) as (server_url, _):
-        cluster, _marker = seed.prepare(server_url, spec, reseed=False)
+        cluster, marker = seed.prepare(server_url, spec, reseed=False)
         tenants = seed.load_tenants(cluster, spec)
         with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
-            vectors = fill_vectors(admin, args.seed)
+            vectors = fill_vectors(admin, cluster.admin_url, args.seed)
+        dataset: dict[str, Any] = {
+            "records": args.records,
+            "largest_workspace": args.largest,
+            "seed_s": marker.get("seed_seconds"),  # when it was seeded, by this run or one before
+            **vectors,
+        }
+        if args.prepare_only:
+            return {
+                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "command": (
+                    f"python -m bench.vector_bench --records {args.records}"
+                    f" --largest {args.largest} --prepare-only"
+                ),
+                "vectors": VECTORS,
+                "dataset": dataset,
+                "niceness": os.nice(0),
+                "load_average": {"before": args.load_before, "after": os.getloadavg()},
+            }
         db = Database(cluster.runtime_url, min_size=1, max_size=1)
         try:
             store = Store(db, secrets.token_bytes(32), embedder=Synthetic(questions))
             tools = ToolTable(store)
             reader = caller_of(db, tenants[0], seed.READER_CONTEXT)
+            # The largest of the other workspaces, from the same thread: a view that is
+            # a smaller share of the index, the exact scan's case.
+            other = caller_of(db, tenants[OTHER_TENANT], seed.READER_CONTEXT)
             with psycopg.connect(cluster.owner_url) as owner:
-                owner.execute(query("request_settings"), request_settings(reader, 60_000))
-                view = owner.execute(
-                    "SELECT count(*) FROM memory.search_documents AS d"
-                    " JOIN memory.search_embeddings AS e USING (memory_id)"
-                    " WHERE d.workspace_id = %s AND d.owner_id = ANY (%s)"
-                    " AND d.context_key = ANY (%s) AND d.kind = ANY (%s)",
-                    (
-                        reader.workspace_id,
-                        reader.visible_owners(),
-                        list(reader.context.ancestors),
-                        SEARCH_KINDS,
-                    ),
-                ).fetchone()
-            assert view is not None
+                view = {
+                    name: embedded_in_view(owner, caller)
+                    for name, caller in (("reader", reader), ("other", other))
+                }
             words = ["deploy", "customer", "meeting notes", "release plan", "budget review"]
 
-            def meaning(candidates: int) -> Any:
+            def meaning(caller: Caller, candidates: int) -> Any:
                 def call(i: int) -> object:
-                    with db.read(reader, _deadline(), isolation="repeatable read") as tx:
+                    with db.read(caller, _deadline(), isolation="repeatable read") as tx:
                         found = embeddings.by_meaning(
                             tx,
                             questions[i % QUESTIONS],
                             model=MODEL,
-                            owners=reader.visible_owners(),
+                            owners=caller.visible_owners(),
                             kinds=SEARCH_KINDS,
                             limit=SEARCH_FUSION_CANDIDATES,
                             index_candidates=candidates,
@@ -259,25 +387,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 return call
 
-            def hybrid(i: int) -> object:
-                return tools.run(
-                    "memory_search", reader, {"query": words[i % len(words)]}, _deadline()
-                )
+            def hybrid(caller: Caller) -> Any:
+                def call(i: int) -> object:
+                    return tools.run(
+                        "memory_search", caller, {"query": words[i % len(words)]}, _deadline()
+                    )
 
-            progress(f"measuring: {view[0]:,} embedded records in the reader's view")
+                return call
+
+            progress(
+                f"measuring: {view['reader']:,} embedded records in the reader's view,"
+                f" {view['other']:,} in the other workspace's"
+            )
             timing = Timing(args.iterations, args.warmup, args.budget)
             results = measure_together(
                 {
                     "meaning_index_first": (
                         "meaning, index first",
-                        meaning(SEARCH_MEANING_INDEX_CANDIDATES),
+                        meaning(reader, SEARCH_MEANING_INDEX_CANDIDATES),
                     ),
-                    "meaning_exact": ("meaning, exact scan", meaning(0)),
-                    "hybrid_search": ("hybrid search (memory_search)", hybrid),
+                    "meaning_exact": ("meaning, exact scan", meaning(reader, 0)),
+                    "hybrid_search": ("hybrid search (memory_search)", hybrid(reader)),
+                    "other_meaning": (
+                        "other workspace: meaning",
+                        meaning(other, SEARCH_MEANING_INDEX_CANDIDATES),
+                    ),
+                    "other_hybrid_search": ("other workspace: hybrid search", hybrid(other)),
                 },
                 timing,
             )
             plans = explain(cluster.admin_url, reader, questions[0])
+            plans["other_workspace"] = explain(cluster.admin_url, other, questions[0])
         finally:
             db.close()
     return {
@@ -285,13 +425,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "command": (
             f"python -m bench.vector_bench --records {args.records} --largest {args.largest}"
         ),
-        "vectors": "synthetic: random Gaussian directions drawn by PostgreSQL, 384 dimensions",
+        "vectors": VECTORS,
         "dataset": {
-            "records": args.records,
-            "largest_workspace": args.largest,
-            "embedded_records_in_view": int(view[0]),
-            **vectors,
+            **dataset,
+            "embedded_records_in_view": view["reader"],
+            "other_workspace": {
+                "slug": tenants[OTHER_TENANT].slug,
+                "embedded_in_view": view["other"],
+            },
         },
+        "niceness": os.nice(0),
         "settings": {"iterations": args.iterations, "warmup": args.warmup, "budget_s": args.budget},
         "results": results,
         "explain": plans,
@@ -308,11 +451,16 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per variant at most")
     parser.add_argument("--output", type=Path, default=RESULTS / "vector-latest.json")
+    parser.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="seed, fill and index, then stop (the slow part, to run at a lower priority)",
+    )
     args = parser.parse_args()
     args.load_before = os.getloadavg()
     report = run(args)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
-    for name, stats in report["results"].items():
+    for name, stats in report.get("results", {}).items():
         print(
             f"{name}: p50 {stats['p50']} p95 {stats['p95']} p99 {stats['p99']} ms (n={stats['n']})"
         )

@@ -180,6 +180,37 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 
+-- The records of a view by its cells, for the exact scan of search_by_meaning (below):
+-- a btree over each document's cell (search_view_cell: workspace, owner and context,
+-- 50_search_index.sql) and kind, with the view's columns and the record's id beside
+-- them, so that the view's records are read from this index alone and only their
+-- vectors from search_embeddings. Without it the exact scan found the view by a
+-- sequential scan of search_documents, every workspace's documents with their terms
+-- (about 1.2 KB a record): seconds a search at 1,000,000 records, for a view of any
+-- size (docs/performance.md, "Hybrid recall at 1,000,000 records"). Keyed on the cell
+-- (an expression) rather than the columns themselves, so that the words' search,
+-- whose predicate names the columns, keeps to its GIN index alone: a btree over the
+-- columns was ANDed into its generic plans, a scan of the whole view per fetch.
+-- Made when missing, and again when the cell's function changed since (the comment
+-- keeps its fingerprint), as the GIN index of 50_search_index.sql is.
+DO $$
+DECLARE
+    made_with constant text := 'cells computed by '
+        || md5(pg_get_functiondef('search_view_cell(uuid, uuid, text)'::regprocedure));
+BEGIN
+    IF to_regclass('search_documents_view') IS NOT NULL
+       AND obj_description(to_regclass('search_documents_view'), 'pg_class') = made_with
+    THEN
+        RETURN;
+    END IF;
+    DROP INDEX IF EXISTS search_documents_view;
+    CREATE INDEX search_documents_view ON search_documents
+        (search_view_cell(workspace_id, owner_id, context_key), kind)
+        INCLUDE (memory_id, workspace_id, owner_id, context_key, expires_at);
+    EXECUTE format('COMMENT ON INDEX search_documents_view IS %L', made_with);
+END
+$$;
+
 -- The candidates by meaning: the p_limit records in the caller's view nearest to
 -- p_query (cosine), among those embedded by p_model, with their similarity (1 is the
 -- same direction). The view is the one predicate: workspace, owners the caller may
@@ -200,7 +231,9 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 --   them, had the index been exact).
 -- - The exact scan: every embedded record of the view, sorted by distance. When fewer
 --   survive, and from the start when even 1,000 proposed would not be expected to
---   hold p_limit of the view (a small workspace in a big database).
+--   hold p_limit of the view (a small workspace in a big database). The view's
+--   records come from search_documents_view by their cells (the view's owners times
+--   its contexts), then each one's vector by key.
 -- No iterative index scan (pgvector 0.8's hnsw.iterative_scan): the same code runs
 -- on the local 0.6.2 and on Aurora. p_index_candidates 0 goes to the exact scan.
 DROP FUNCTION IF EXISTS search_by_meaning(text, text, uuid[], text[], integer);
@@ -226,6 +259,7 @@ DECLARE
     in_view double precision;
     indexed double precision;
     proposed integer := 0;
+    cells text[];
     ids uuid[];
     similarities double precision[];
 BEGIN
@@ -295,11 +329,14 @@ BEGIN
             RETURN;
         END IF;
     END IF;
+    cells := ARRAY(SELECT search_view_cell(ws, o, c)
+                   FROM unnest(owners) AS o, unnest(contexts) AS c);
     RETURN QUERY
     SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) q)
     FROM search_documents AS d
     JOIN search_embeddings AS e ON e.memory_id = d.memory_id
-    WHERE d.workspace_id = ws
+    WHERE search_view_cell(d.workspace_id, d.owner_id, d.context_key) = ANY (cells)
+      AND d.workspace_id = ws
       AND d.owner_id = ANY (owners)
       AND d.context_key = ANY (contexts)
       AND can_see(d.workspace_id, d.owner_id, d.context_key)
