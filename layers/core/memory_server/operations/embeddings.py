@@ -128,5 +128,5 @@ def statement_transactions(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Co
     """An owner's autocommit connection as a session of :func:`embed_queued`: the
     claim and the store are one statement each, so each is a transaction of its own
     that commits as its statement ends, and no lock waits for the process that sent
-    it (``make dev``'s worker takes only idle CPU) to send a ``COMMIT``."""
+    it (``make dev``'s worker runs at a lower priority) to send a ``COMMIT``."""
     yield conn
