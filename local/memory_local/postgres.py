@@ -179,6 +179,9 @@ class EmbeddedPostgres:
             "max_connections": "200",
             "shared_buffers": "256MB",
             "logging_collector": "off",
+            # Aurora PostgreSQL's default (PostgreSQL's is a minute): dead vectors do not
+            # linger in the HNSW index (infra/migrations/0007_embeddings_vacuum.sql).
+            "autovacuum_naptime": "5s",
         }
         if not self.durable:
             settings |= {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}

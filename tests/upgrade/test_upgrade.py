@@ -53,11 +53,11 @@ class Release:
     schema_version: int  # the newest migration it shipped
 
 
-# The last two releases that landed, newest first: the last (migration 0006, unique
-# handles) and the one before it (0005, the vectors of hybrid recall), whose data
-# still holds the duplicate handles 0006 flags.
+# The release that landed last (schema 6), and the last release of the schema version
+# before it (schema 5, the vectors of hybrid recall), as a deployment that skipped
+# releases has it: its data still holds the duplicate handles 0006 flags.
 RELEASES = (
-    Release("88479a25beb190abecb96c9176474b12eb1915a0", 6),
+    Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
     Release("448173ad5d1993d420e74ae3d2f9952ab81075da", 5),
 )
 

@@ -58,7 +58,7 @@ _LOCK_ID = 0x6D656D6F  # advisory lock serialising concurrent migrators
 # infra/migrations (tests/integration/test_migrations.py holds the two together). The
 # service checks it at start (``require_version``): a database that is older has not
 # been migrated yet, one that is newer was upgraded by a later release.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class MigrationError(RuntimeError):

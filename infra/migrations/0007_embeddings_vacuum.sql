@@ -1,0 +1,14 @@
+-- Vacuum search_embeddings once a fiftieth of its rows are dead, as search_documents
+-- is (0001_baseline.sql), rather than at PostgreSQL's default of a fifth.
+--
+-- Each deleted record, and each vector stored again (a record moved or rewritten),
+-- leaves a dead row whose element stays in the HNSW index until vacuum removes it.
+-- The index search does not skip dead elements: it walks them and proposes them, and
+-- the executor then drops them. Many similar records deleted together (an agent
+-- clearing a batch of near-identical notes) leave a knot of near-identical dead
+-- elements that a search can enter and not leave, proposing none of the view's
+-- records; the meaning side then falls back to the exact scan of the view, three to
+-- four times slower at 10,000 records (docs/performance.md, "Dead vectors"). With this
+-- setting (and autovacuum waking every 5 s, Aurora's default and the local server's)
+-- the knot is gone seconds after the burst, not once a fifth of the table is dead.
+ALTER TABLE search_embeddings SET (autovacuum_vacuum_scale_factor = 0.02);
