@@ -12,6 +12,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
 
+from tests.tls import TLS
+
 ALL_SCOPES = [GRANT_SCOPES[g] for g in ALL_GRANTS]
 
 
@@ -29,12 +31,15 @@ def admin(stack: Any, token: str, workspace: str) -> httpx2.Client:
         base_url=f"{stack.info['api_url']}/w/{workspace}/admin",
         headers={"Authorization": f"Bearer {token}"},
         timeout=30,
+        verify=TLS,
     )
 
 
 def mcp_tools(stack: Any, token: str, workspace: str) -> set[str]:
     async def listing() -> set[str]:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=30, verify=TLS
+        )
         url = f"{stack.info['api_url']}/w/{workspace}/mcp"
         async with (
             http,
@@ -50,6 +55,7 @@ def mcp_status(stack: Any, token: str, workspace: str) -> int:
         f"{stack.info['api_url']}/w/{workspace}/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         headers={"Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-11-25"},
+        verify=TLS,
     )
     return response.status_code
 
@@ -59,4 +65,5 @@ def client_token(stack: Any, client_id: str, secret: str) -> httpx2.Response:
         f"{stack.info['api_url']}/oauth2/token",
         data={"grant_type": "client_credentials"},
         auth=(client_id, secret),
+        verify=TLS,
     )

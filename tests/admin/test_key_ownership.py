@@ -24,6 +24,7 @@ from memory_server.signin.registry import SigninTable
 
 from tests.builders import settle_audit
 from tests.stack_clients import admin, person
+from tests.tls import TLS
 
 
 def exists(stack: Any, client_id: str) -> bool:
@@ -77,6 +78,7 @@ def test_the_management_function_acts_only_on_keys_it_made_for_the_workspace(
         f"{stack.info['api_url']}/register",
         json={"redirect_uris": ["http://127.0.0.1:47998/cb"], "client_name": "ownership"},
         timeout=30,
+        verify=TLS,
     )
     assert registered.status_code == 201, registered.text
     people = stack.aws.provisioned.people_client_id

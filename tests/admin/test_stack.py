@@ -14,6 +14,7 @@ import pytest
 from memory_server.admin import operators
 
 from tests.stack_clients import admin, client_token, mcp_status, mcp_tools, person
+from tests.tls import TLS
 
 READ_TOOLS = {"memory_list", "memory_read", "memory_search", "memory_brief", "memory_scopes"}
 WRITE_TOOLS = {"memory_write", "memory_remember", "memory_move"}
@@ -34,11 +35,11 @@ def test_an_agent_key_authenticates_reaches_its_tools_and_dies_on_revocation(sta
     # API Gateway does, says nothing more.
     _, reader_only = person(stack, f"kim-{tag}", ["memory/read"])
     refused = httpx2.get(
-        f"{api.base_url}/members", headers={"Authorization": f"Bearer {reader_only}"}
+        f"{api.base_url}/members", headers={"Authorization": f"Bearer {reader_only}"}, verify=TLS
     )
     assert (refused.status_code, refused.json()) == (403, {"message": "Forbidden"})
     assert "www-authenticate" not in refused.headers
-    assert httpx2.get(f"{api.base_url}/members").status_code == 401
+    assert httpx2.get(f"{api.base_url}/members", verify=TLS).status_code == 401
     # The admin API holds no Cognito client: it asks the management function.
     management_calls = len(stack.lambdas.calls)
 
@@ -73,7 +74,9 @@ def test_an_agent_key_authenticates_reaches_its_tools_and_dies_on_revocation(sta
     # ...and the admin API is not theirs (no memory/admin scope: the gateway says 403).
     assert (
         httpx2.get(
-            f"{api.base_url}/members", headers={"Authorization": f"Bearer {tokens['writer']}"}
+            f"{api.base_url}/members",
+            headers={"Authorization": f"Bearer {tokens['writer']}"},
+            verify=TLS,
         ).status_code
         == 403
     )
@@ -133,6 +136,7 @@ def mcp_call(
             "params": {"name": tool, "arguments": arguments},
         },
         headers=headers,
+        verify=TLS,
     )
 
 

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from tests.stack_clients import client_token, mcp_status, person
+from tests.tls import TLS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,7 @@ def write(stack: Any, token: str, workspace: str, context: str, uri: str, conten
             "Memory-Context": context,
             "MCP-Protocol-Version": "2025-11-25",
         },
+        verify=TLS,
     )
     assert response.status_code == 200 and not response.json()["result"]["isError"], response.text
 

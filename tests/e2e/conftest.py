@@ -21,6 +21,7 @@ from memory_local.dev import DevStack
 from memory_server.admin import operators
 
 from tests.builders import SharedStack, using_stack
+from tests.tls import TLS
 
 T = TypeVar("T")
 
@@ -89,7 +90,7 @@ async def connect(
     headers = {"Authorization": f"Bearer {stack.info['tokens'][who]}"}
     if context is not None:
         headers["Memory-Context"] = context
-    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30))
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30), verify=TLS)
     async with (
         http,
         Client(

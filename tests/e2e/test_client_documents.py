@@ -36,6 +36,7 @@ from tests.e2e.conftest import call, run
 from tests.e2e.test_oauth import MemoryStorage
 from tests.e2e.test_signin_consent import CHALLENGE, ConsentingBrowser, hidden_fields
 from tests.signin.cimd_servers import Server, by_url, https_server, make_certificate
+from tests.tls import TLS
 
 HOSTS = ("client.test", "claude.ai", "chatgpt.com", "vscode.dev")
 VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"  # RFC 7636's example, for CHALLENGE
@@ -199,7 +200,10 @@ def test_the_sdk_client_signs_in_with_its_metadata_document(stack: Any, publishe
 
     async def scenario() -> dict[str, Any]:
         http = httpx2.AsyncClient(
-            auth=provider, timeout=httpx2.Timeout(30), event_hooks={"response": [record]}
+            auth=provider,
+            timeout=httpx2.Timeout(30),
+            event_hooks={"response": [record]},
+            verify=TLS,
         )
         async with (
             http,
@@ -244,7 +248,9 @@ def _authorization_request(stack: Any, client_id: str, redirect_uri: str) -> dic
     resource = stack.info["workspaces"]["acme"]
     path = urlsplit(resource).path
     metadata = httpx2.get(
-        f"{stack.info['api_url']}/.well-known/oauth-protected-resource{path}", timeout=30
+        f"{stack.info['api_url']}/.well-known/oauth-protected-resource{path}",
+        timeout=30,
+        verify=TLS,
     ).json()
     return dict(
         response_type="code",
@@ -264,7 +270,7 @@ def test_each_vendors_document_signs_in(
 ) -> None:
     base = stack.info["api_url"]
     params = _authorization_request(stack, client_id, redirect_uri)
-    browser = httpx2.Client(timeout=30)
+    browser = httpx2.Client(timeout=30, verify=TLS)
     first = browser.get(f"{base}/authorize?{urlencode({**params, 'login_hint': 'alice'})}")
     if host is None:
         # Loopback: straight on to the pool, as its one document client.
@@ -306,6 +312,7 @@ def test_each_vendors_document_signs_in(
             resource=params["resource"],
         ),
         timeout=30,
+        verify=TLS,
     )
     assert exchanged.status_code == 200, exchanged.text
     claims = jwt.decode(exchanged.json()["access_token"], options={"verify_signature": False})

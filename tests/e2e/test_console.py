@@ -20,6 +20,8 @@ import httpx2
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
+from tests.tls import TLS
+
 ROOT = Path(__file__).resolve().parents[2]
 # The screenshots of docs/console.md are refreshed on purpose (CONSOLE_SCREENSHOTS=docs/console);
 # an ordinary run writes them under .tmp/, leaving the working tree as it was.
@@ -99,6 +101,7 @@ def mcp_with(stack: Any, token: str, tool: str, **arguments: Any) -> dict[str, A
             "Mcp-Name": tool,
         },
         timeout=30,
+        verify=TLS,
     )
     assert answer.status_code == 200, answer.text
     return dict(answer.json()["result"]["structuredContent"])
@@ -162,7 +165,7 @@ def test_sign_in_keeps_tokens_in_session_storage_and_the_first_screen_is_small(
 
 def console_refresh(stack: Any, refresh_token: str) -> httpx2.Response:
     """The console's refresh request, outside the browser (its token endpoint, its client)."""
-    config = httpx2.get(stack.info["console_url"] + "config.json", timeout=10).json()
+    config = httpx2.get(stack.info["console_url"] + "config.json", timeout=10, verify=TLS).json()
     return httpx2.post(
         config["token_endpoint"],
         data={
@@ -171,6 +174,7 @@ def console_refresh(stack: Any, refresh_token: str) -> httpx2.Response:
             "client_id": config["client_id"],
         },
         timeout=30,
+        verify=TLS,
     )
 
 
@@ -213,15 +217,17 @@ def test_sign_out_forgets_the_tokens_when_revocation_cannot_be_reached(  # type:
 def test_console_pages_carry_a_strict_policy_and_cannot_be_framed(stack) -> None:  # type: ignore[no-untyped-def]
     base = stack.info["console_url"]
     for name in ("", "js/main.js", "console.css", "config.json"):
-        answer = httpx2.get(base + name, headers={"Accept-Encoding": "gzip"}, timeout=10)
+        answer = httpx2.get(
+            base + name, headers={"Accept-Encoding": "gzip"}, timeout=10, verify=TLS
+        )
         assert answer.status_code == 200
         policy = answer.headers["content-security-policy"]
         assert "script-src 'self'" in policy and "style-src 'self'" in policy
         assert "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
         assert answer.headers["x-frame-options"] == "DENY"
         assert "set-cookie" not in answer.headers
-    assert httpx2.get(base + "../console", timeout=10).status_code in (200, 301)
-    assert httpx2.get(base + "nope.js", timeout=10).status_code == 404
+    assert httpx2.get(base + "../console", timeout=10, verify=TLS).status_code in (200, 301)
+    assert httpx2.get(base + "nope.js", timeout=10, verify=TLS).status_code == 404
     # No file of the console builds HTML from strings.
     static = ROOT / "functions" / "console" / "static"
     for path in static.rglob("*.js"):
@@ -416,6 +422,7 @@ def test_an_admin_creates_and_revokes_an_agent_key_and_reads_the_audit_trail_and
             params=params,
             headers={"Authorization": f"Bearer {stack.info['tokens']['alice']}"},
             timeout=30,
+            verify=TLS,
         ).json()
         events += answer["events"]
         cursor = answer["next_cursor"]

@@ -34,6 +34,7 @@ from tests.e2e.test_client_documents import (
     published,  # noqa: F401 (a fixture)
 )
 from tests.signin.cimd_servers import Server
+from tests.tls import TLS
 
 pytestmark = pytest.mark.slow  # Node.js starts for each run
 
@@ -90,7 +91,7 @@ def inspector(
 
     def browse_to_callback(url: str) -> None:
         try:
-            with httpx2.Client(timeout=30) as browser:
+            with httpx2.Client(timeout=30, verify=TLS) as browser:
                 target = f"{url}&login_hint=alice"
                 for _ in range(5):
                     page = browser.get(target)

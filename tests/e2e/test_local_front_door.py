@@ -19,6 +19,7 @@ from memory_server.admin import operators
 from memory_server.domain.limits import TOKEN_LEEWAY_S
 
 from tests.proof.harness import HANDSHAKE, people_client
+from tests.tls import TLS
 
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 PEOPLE_REDIRECT = "http://localhost/callback"  # the people client's (memory_local.aws)
@@ -58,14 +59,14 @@ def test_an_expired_token_stops_at_the_handler_while_the_authorizer_cache_lets_i
         "mcp-protocol-version": HANDSHAKE,
         "accept": "application/json, text/event-stream",
     }
-    first = httpx2.post(url, json=TOOLS_LIST, headers=headers, timeout=30)
+    first = httpx2.post(url, json=TOOLS_LIST, headers=headers, timeout=30, verify=TLS)
     assert first.status_code == 200, first.text
     invocations = stack.gateway.authorizer.invocations
 
     # Ask again until the answer changes (or long after it should have).
     give_up = time.time() + TOKEN_LEEWAY_S + 15
     while True:
-        answer = httpx2.post(url, json=TOOLS_LIST, headers=headers, timeout=30)
+        answer = httpx2.post(url, json=TOOLS_LIST, headers=headers, timeout=30, verify=TLS)
         if answer.status_code != 200 or time.time() > give_up:
             break
         time.sleep(0.1)
@@ -86,8 +87,13 @@ def test_an_expired_token_stops_at_the_handler_while_the_authorizer_cache_lets_i
         audience=url,
     )
     as_bound = {**headers, "authorization": f"Bearer {bound}"}
-    assert httpx2.post(url, json=TOOLS_LIST, headers=as_bound, timeout=30).status_code == 200
-    other = httpx2.post(url.replace(f"/w/{slug}/", "/w/acme/"), json=TOOLS_LIST, headers=as_bound)
+    assert (
+        httpx2.post(url, json=TOOLS_LIST, headers=as_bound, timeout=30, verify=TLS).status_code
+        == 200
+    )
+    other = httpx2.post(
+        url.replace(f"/w/{slug}/", "/w/acme/"), json=TOOLS_LIST, headers=as_bound, verify=TLS
+    )
     assert other.status_code == 401 and other.json() == answer.json() == {"message": "Unauthorized"}
     assert other.headers["www-authenticate"] == answer.headers["www-authenticate"].replace(
         f"/w/{slug}/", "/w/acme/"
@@ -117,10 +123,10 @@ def test_login_hint_answers_no_rebinding_page(stack: DevStack) -> None:
         }
     )
     for host in ("evil.example", f"evil.example:{port}"):
-        refused = httpx2.get(f"{api}/oauth2/authorize?{query}", headers={"host": host})
+        refused = httpx2.get(f"{api}/oauth2/authorize?{query}", headers={"host": host}, verify=TLS)
         assert (refused.status_code, refused.json()) == (403, {"error": "host_not_allowed"})
         assert "location" not in refused.headers
-    answered = httpx2.get(f"{api}/oauth2/authorize?{query}")
+    answered = httpx2.get(f"{api}/oauth2/authorize?{query}", verify=TLS)
     assert answered.status_code == 302, answered.text
     location = answered.headers["location"]
     assert location.startswith(PEOPLE_REDIRECT) and parse_qs(urlsplit(location).query)["code"]
@@ -147,7 +153,12 @@ def test_every_local_route_answers_only_loopback_hosts_and_origins(stack: DevSta
 
         def send(extra: dict[str, str], method: str = method, path: str = path) -> httpx2.Response:
             return httpx2.request(
-                method, f"{api}{path}", headers={**headers, **extra}, content=body, timeout=30
+                method,
+                f"{api}{path}",
+                headers={**headers, **extra},
+                content=body,
+                timeout=30,
+                verify=TLS,
             )
 
         for extra, error in (

@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.builders import ALL_TOOLS
 from tests.e2e.conftest import call, connect, create, run
+from tests.tls import TLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 
@@ -174,7 +175,7 @@ def _raw_post(
     }
     if context:
         headers["memory-context"] = context
-    return httpx2.post(stack.info["workspaces"][workspace], json=body, headers=headers)
+    return httpx2.post(stack.info["workspaces"][workspace], json=body, headers=headers, verify=TLS)
 
 
 def test_workspace_and_context_gates(stack) -> None:  # type: ignore[no-untyped-def]

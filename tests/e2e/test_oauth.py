@@ -28,6 +28,7 @@ from memory_server.signin.registry import SigninTable
 from pydantic import AnyUrl
 
 from tests.e2e.conftest import call, run
+from tests.tls import TLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 REDIRECT = "http://127.0.0.1:47613/callback"  # never listened on: the test reads the redirect
@@ -67,7 +68,7 @@ class ScriptedBrowser:
     async def open(self, authorization_url: str) -> None:
         self.opened.append(authorization_url)
         url = f"{authorization_url}&login_hint={self.who}"
-        async with httpx2.AsyncClient(timeout=30) as browser:
+        async with httpx2.AsyncClient(timeout=30, verify=TLS) as browser:
             while not url.startswith(REDIRECT):
                 self.hops.append(urlsplit(url).path)
                 page = await browser.get(url)
@@ -115,7 +116,10 @@ def test_sdk_client_discovers_registers_signs_in_and_calls_tools(
 
     async def scenario() -> dict[str, Any]:
         http = httpx2.AsyncClient(
-            auth=provider, timeout=httpx2.Timeout(30), event_hooks={"response": [record]}
+            auth=provider,
+            timeout=httpx2.Timeout(30),
+            event_hooks={"response": [record]},
+            verify=TLS,
         )
         async with (
             http,

@@ -13,6 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import call, connect, create, run
+from tests.tls import TLS
 
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 DM = "dm:alice-release-bot"
@@ -147,7 +148,7 @@ def test_the_local_stack_refuses_foreign_hosts_and_origins(stack) -> None:  # ty
     base = {"Authorization": f"Bearer {stack.info['tokens']['alice']}"}
 
     def post(**headers: str) -> httpx2.Response:
-        return httpx2.post(url, json=body, headers={**base, **headers})
+        return httpx2.post(url, json=body, headers={**base, **headers}, verify=TLS)
 
     assert post().status_code == 200
     for origin in ("http://localhost:6274", "http://127.0.0.1:9", stack.info["api_url"]):
@@ -158,6 +159,8 @@ def test_the_local_stack_refuses_foreign_hosts_and_origins(stack) -> None:  # ty
         refused = post(host=host)
         assert (refused.status_code, refused.json()) == (403, {"error": "host_not_allowed"})
     admin = httpx2.get(
-        url.replace("/mcp", "/admin/members"), headers={**base, "origin": "http://evil.example"}
+        url.replace("/mcp", "/admin/members"),
+        headers={**base, "origin": "http://evil.example"},
+        verify=TLS,
     )
     assert (admin.status_code, admin.json()) == (403, {"error": "origin_not_allowed"})

@@ -31,6 +31,7 @@ from memory_server.signin.registry import ClientRecord, SigninTable
 
 from tests.builders import settle_audit
 from tests.stack_clients import admin, mcp_status, person
+from tests.tls import TLS
 
 REDIRECT = "http://127.0.0.1:47999/callback"  # never listened on
 
@@ -63,6 +64,7 @@ def from_address(stack: Any) -> Iterator[Callable[[str], httpx2.Client]]:
             base_url=stack.info["api_url"],
             transport=httpx2.HTTPTransport(local_address=address),
             timeout=30,
+            verify=TLS,
         )
         made.append(http)
         return http

@@ -21,6 +21,7 @@ from memory_server.signin.sealed import unseal
 from memory_server.signin.token import REFRESH_PREFIX, REFRESH_PURPOSE
 
 from tests.proof.harness import people_client
+from tests.tls import TLS
 
 PEOPLE_REDIRECT = "http://localhost/callback"  # the people client's (memory_local.aws)
 FORM = {"content-type": "application/x-www-form-urlencoded"}
@@ -28,7 +29,11 @@ FORM = {"content-type": "application/x-www-form-urlencoded"}
 
 def _post(stack: DevStack, path: str, form: dict[str, str]) -> httpx2.Response:
     return httpx2.post(
-        f"{stack.info['api_url']}{path}", content=urlencode(form), headers=FORM, timeout=30
+        f"{stack.info['api_url']}{path}",
+        content=urlencode(form),
+        headers=FORM,
+        timeout=30,
+        verify=TLS,
     )
 
 
@@ -49,9 +54,9 @@ def _code(stack: DevStack, authorize_path: str, client_id: str) -> tuple[str, st
             "login_hint": "alice",
         }
     )
-    answer = httpx2.get(f"{api}{authorize_path}?{query}", timeout=30)
+    answer = httpx2.get(f"{api}{authorize_path}?{query}", timeout=30, verify=TLS)
     while answer.status_code == 302 and answer.headers["location"].startswith(api):
-        answer = httpx2.get(answer.headers["location"], timeout=30)  # on to the pool
+        answer = httpx2.get(answer.headers["location"], timeout=30, verify=TLS)  # on to the pool
     assert answer.status_code == 302, answer.text
     location = answer.headers["location"]
     assert location.startswith(PEOPLE_REDIRECT), location
@@ -103,7 +108,9 @@ def _family(stack: DevStack, token: str) -> RefreshFamily:
 
 def test_the_metadata_advertises_the_revocation_endpoint(stack: DevStack) -> None:
     api = stack.info["api_url"]
-    metadata = httpx2.get(f"{api}/.well-known/oauth-authorization-server", timeout=30).json()
+    metadata = httpx2.get(
+        f"{api}/.well-known/oauth-authorization-server", timeout=30, verify=TLS
+    ).json()
     assert metadata["revocation_endpoint"] == f"{api}/revoke"
     assert "none" in metadata["revocation_endpoint_auth_methods_supported"]
     assert set(metadata["revocation_endpoint_auth_methods_supported"]) == set(
@@ -191,7 +198,7 @@ def test_rfc_7009_edge_cases_answer_4xx_or_200_never_5xx(stack: DevStack) -> Non
         ),
     ]
     for body, headers, status, error in cases:
-        answer = httpx2.post(f"{api}/revoke", content=body, headers=headers, timeout=30)
+        answer = httpx2.post(f"{api}/revoke", content=body, headers=headers, timeout=30, verify=TLS)
         assert answer.status_code == status, (body[:60], answer.text)
         assert answer.json().get("error") == error, (body[:60], answer.text)
     # None of that touched the sign-in.

@@ -31,6 +31,7 @@ from pydantic import AnyUrl
 
 from tests.e2e.conftest import call, run
 from tests.e2e.test_oauth import MemoryStorage
+from tests.tls import TLS
 
 EVIL = "https://evil.example/cb"
 CALLBACK = "https://claude.ai/api/mcp/auth_callback"  # on the default allow-list
@@ -43,6 +44,7 @@ def register(stack: Any, redirect_uris: list[str]) -> httpx2.Response:
         f"{stack.info['api_url']}/register",
         json={"client_name": "Claude Desktop", "redirect_uris": redirect_uris},
         timeout=30,
+        verify=TLS,
     )
 
 
@@ -69,9 +71,11 @@ def hidden_fields(page: httpx2.Response) -> dict[str, str]:
 def test_the_reported_token_theft_no_longer_works(stack: Any) -> None:
     base = stack.info["api_url"]
     authorize = stack.info["authorization_endpoint"]  # what the metadata names
-    metadata = httpx2.get(f"{base}/.well-known/oauth-authorization-server", timeout=30).json()
+    metadata = httpx2.get(
+        f"{base}/.well-known/oauth-authorization-server", timeout=30, verify=TLS
+    ).json()
     assert metadata["authorization_endpoint"] == authorize == f"{base}/authorize"
-    browser = httpx2.Client(timeout=30)  # alice's, following nothing by itself
+    browser = httpx2.Client(timeout=30, verify=TLS)  # alice's, following nothing by itself
     delivered: list[str] = []  # every place a Location sent alice's browser
 
     def visit(url: str, **kwargs: Any) -> httpx2.Response:
@@ -106,7 +110,7 @@ def test_the_reported_token_theft_no_longer_works(stack: Any) -> None:
 
     # 4. An approval forged by the attacker's page (an auto-submitting form: its own
     #    origin, the token from a page it fetched for itself, none of alice's cookie).
-    attackers_page = httpx2.get(f"{authorize}?{link(client_id, CALLBACK)}", timeout=30)
+    attackers_page = httpx2.get(f"{authorize}?{link(client_id, CALLBACK)}", timeout=30, verify=TLS)
     forged = visit(
         authorize,
         method="POST",
@@ -143,7 +147,7 @@ class ConsentingBrowser:
 
     async def open(self, authorization_url: str) -> None:
         self.opened.append(authorization_url)
-        async with httpx2.AsyncClient(timeout=30) as browser:
+        async with httpx2.AsyncClient(timeout=30, verify=TLS) as browser:
             page = await browser.get(f"{authorization_url}&login_hint=alice")
             assert page.status_code == 200, page.text
             self.pages.append(page.text)
@@ -185,7 +189,7 @@ def test_the_sdk_client_signs_in_through_the_consent_page(stack: Any) -> None:
     )
 
     async def scenario() -> dict[str, Any]:
-        http = httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30))
+        http = httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30), verify=TLS)
         async with (
             http,
             Client(streamable_http_client(url, http_client=http), cache=None) as client,

@@ -33,6 +33,8 @@ from memory_local.dev import DATABASE, DevStack
 from memory_server.data import migrate
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
 
+from tests.tls import TLS
+
 T = TypeVar("T")
 JSON = "application/json"
 ACCEPT = "application/json, text/event-stream"
@@ -113,7 +115,7 @@ def _session() -> httpx2.Client:
     """One keep-alive client per thread: no handshake per request. Idle connections
     are dropped well before the emulator's 30 s idle timeout closes them."""
     if getattr(_local, "client", None) is None:
-        _local.client = httpx2.Client(limits=httpx2.Limits(keepalive_expiry=5.0))
+        _local.client = httpx2.Client(limits=httpx2.Limits(keepalive_expiry=5.0), verify=TLS)
     return _local.client
 
 
@@ -184,7 +186,9 @@ async def mcp_client(
     async with AsyncExitStack() as opened:
         async with _handshake_gate():
             http = await opened.enter_async_context(
-                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30), event_hooks=hooks)
+                httpx2.AsyncClient(
+                    headers=headers, timeout=httpx2.Timeout(30), event_hooks=hooks, verify=TLS
+                )
             )
             client = await opened.enter_async_context(
                 Client(streamable_http_client(target, http_client=http), mode=mode, cache=None)

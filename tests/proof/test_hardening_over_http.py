@@ -25,6 +25,7 @@ from memory_server.admin import operators
 
 from tests.builders import insert_unguarded_membership
 from tests.proof.harness import HANDSHAKE, LEAK, Directory, Inspector, assert_no_leak, people_client
+from tests.tls import TLS
 
 ALL_SCOPES = [
     "memory/read",
@@ -88,7 +89,11 @@ class Tenant:
             "params": {"name": tool, "arguments": arguments},
         }
         return httpx2.post(
-            f"{self.api}/w/{slug or self.slug}/mcp", json=message, headers=headers, timeout=30
+            f"{self.api}/w/{slug or self.slug}/mcp",
+            json=message,
+            headers=headers,
+            timeout=30,
+            verify=TLS,
         )
 
     def tool(self, token: str, tool: str, **kwargs: Any) -> tuple[dict[str, Any], str | None]:
@@ -112,6 +117,7 @@ class Tenant:
             base_url=f"{self.api}/w/{self.slug}/admin",
             headers={"authorization": f"Bearer {token}"},
             timeout=30,
+            verify=TLS,
         )
 
 

@@ -41,6 +41,7 @@ from tests.proof.harness import (
     run,
     tool_call,
 )
+from tests.tls import TLS
 
 
 def bounded(examples: int) -> Any:
@@ -956,7 +957,7 @@ def test_admin_audit_numbers_are_bounded_by_their_columns(
         *({"limit": v} for v in ["0", "-1", "201", str(2**31), str(2**63), "9" * 30]),
         *({"cursor": v} for v in [str(2**63), "9" * 19, "0", "-1"]),
     ]
-    with httpx2.Client(timeout=30) as http, service_log(logging.ERROR) as logged:
+    with httpx2.Client(timeout=30, verify=TLS) as http, service_log(logging.ERROR) as logged:
         for query in refused:
             response = http.get(base, params=query, headers=headers)
             assert_no_leak(response)
@@ -1103,7 +1104,7 @@ def test_hostile_admin_calls_never_break_the_server_or_change_anything_on_refusa
     monkeypatch.setattr(stack.app.service.admin, "directory", Directory())
     base = f"{stack.info['api_url']}/w/{fuzz_admin['slug']}/admin"
     headers = {"authorization": f"Bearer {fuzz_admin['token']}", "content-type": JSON}
-    http = httpx2.Client(timeout=30)
+    http = httpx2.Client(timeout=30, verify=TLS)
     segments = st.sampled_from(fuzz_admin["subjects"] + ["channel:ops", "dm:x", "channel:ops/thread:t", str(uuid.uuid4())]) | url_text  # fmt: skip
 
     @bounded(120)
