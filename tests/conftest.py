@@ -72,11 +72,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # -- tests that time the machine run alone ------------------------------------------
 #
-# Under pytest-xdist (pyproject.toml) two workers share the machine's cores. A test
+# Under pytest-xdist (pyproject.toml) three workers share the machine's cores. A test
 # marked ``alone`` asserts how fast something answers, so it runs while the other
-# worker waits: every test holds the run's "main" lock shared, an ``alone`` test
-# holds it exclusively. The "gate" lock is taken first by both, so a waiting
-# ``alone`` test is not starved by the other worker's next tests.
+# workers wait: every test holds the run's "main" lock shared, an ``alone`` test
+# holds it exclusively. The "gate" lock is taken first by all, so a waiting
+# ``alone`` test is not starved by the other workers' next tests.
 
 
 def _run_locks(config: pytest.Config) -> tuple[int, int] | None:

@@ -1,7 +1,7 @@
 """The isolation matrix (tests/proof/test_isolation.py, test_isolation_reads.py): its
 marker records, the briefing's lifecycle records, and the helpers both modules use.
 
-Two modules, so the two test workers share the matrix's minute and a half of tool
+Two modules, so two test workers share the matrix's minute and a half of tool
 calls; each writes its own markers (``run_id`` is per module) on its worker's stack.
 """
 

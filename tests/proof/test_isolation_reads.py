@@ -1,6 +1,6 @@
 """Isolation matrix, continued (tests/proof/test_isolation.py has the rest, and the
 method): reads by id, by path, of a revision and as of a time. The longest part of the
-matrix, in a module of its own so the two test workers share the matrix (this module
+matrix, in a module of its own so two test workers share the matrix (this module
 writes its own markers)."""
 
 from __future__ import annotations
