@@ -41,22 +41,26 @@ ROOT = Path(__file__).resolve().parent.parent
 # - ``tests/upgrade`` (the database server only, no stack) goes with the packages
 #   without the stack, not after the proofs.
 # - Within each of the two phases (without the stack, then with it), the longest files
-#   go first (``LONG_FILES``, longest first), the rest keep their order after them.
+#   go first (``LONG_FILES``), the rest keep their order after them. xdist gives a
+#   worker its next file as soon as two or fewer of its tests are left, so a worker
+#   starting a file of one long test takes the next file along at once: the file of
+#   one long test is followed by one of many short tests, never by another long one
+#   (the two isolation modules on one worker made that worker's last three minutes).
 #
 # Every file without the stack still goes out before any file with it, so a worker
 # never runs a local-emulation test (which inspects process-wide emulated AWS state)
 # after it has started its stack.
 
 STACK_PACKAGES = ("admin", "cli", "e2e", "proof")  # they take the session's dev_stack
-LONG_FILES = (  # measured with --durations (docs/endpoint.md); longest first
+LONG_FILES = (  # measured with --durations (docs/endpoint.md)
     "tests/local/test_dev_process.py",
     "tests/upgrade/test_upgrade.py",
-    "tests/proof/test_isolation_reads.py",
+    "tests/proof/test_isolation_reads.py",  # one test, 80 s
+    "tests/proof/test_hostile_input.py",  # 32 tests, 22 s: goes along with it
     "tests/proof/test_isolation.py",
     "tests/cli/test_memoryctl.py",
-    "tests/proof/test_racing_clients.py",
-    "tests/proof/test_hostile_input.py",
     "tests/e2e/test_console.py",
+    "tests/proof/test_racing_clients.py",
 )
 
 
