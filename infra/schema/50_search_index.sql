@@ -116,32 +116,48 @@ BEGIN
 END
 $$;
 
--- The index, made when it is missing or when a function its entries are computed with
--- changed since it was made (the comment on the index keeps their fingerprint).
-DO $$
+-- An index over expressions of functions of these files, made when it is missing and
+-- made again when one of those functions changed since (its comment keeps their
+-- fingerprint: p_label, then the md5 of their definitions). A numbered migration
+-- cannot make such an index: on a new database it runs before the functions exist.
+-- Run by the migrator only (this file and 65_search_vectors.sql).
+CREATE OR REPLACE FUNCTION make_function_index(p_name text, p_label text, p_functions text[],
+                                               p_definition text)
+RETURNS void
+LANGUAGE plpgsql SET search_path = memory, pg_temp
+AS $$
 DECLARE
-    functions constant text := (
+    made_with constant text := p_label || (
         SELECT md5(string_agg(pg_get_functiondef(f::regprocedure), '' ORDER BY f))
-        FROM unnest(ARRAY['search_index_document(text, tsvector, integer)',
-                          'search_view_cell(uuid, uuid, text)',
-                          'search_tier(double precision)',
-                          'search_bm25(double precision, integer)',
-                          'fit_lexeme(text, integer)']) AS f);
-    made_with constant text := 'entries computed by functions ' || functions;
+        FROM unnest(p_functions) AS f);
 BEGIN
-    IF to_regclass('search_documents_document') IS NOT NULL
-       AND obj_description(to_regclass('search_documents_document'), 'pg_class') = made_with
+    IF to_regclass(p_name) IS NOT NULL
+       AND obj_description(to_regclass(p_name), 'pg_class') = made_with
     THEN
         RETURN;
     END IF;
-    DROP INDEX IF EXISTS search_documents_document;
+    EXECUTE format('DROP INDEX IF EXISTS %I', p_name);
+    EXECUTE p_definition;
+    EXECUTE format('COMMENT ON INDEX %I IS %L', p_name, made_with);
+END
+$$;
+REVOKE ALL ON FUNCTION make_function_index(text, text, text[], text) FROM PUBLIC;
+
+-- The index, over the document of each record computed by the functions above.
+SELECT make_function_index(
+    'search_documents_document',
+    'entries computed by functions ',
+    ARRAY['search_index_document(text, tsvector, integer)',
+          'search_view_cell(uuid, uuid, text)',
+          'search_tier(double precision)',
+          'search_bm25(double precision, integer)',
+          'fit_lexeme(text, integer)'],
+    $index$
     CREATE INDEX search_documents_document ON search_documents USING gin (
         search_index_document(search_view_cell(workspace_id, owner_id, context_key), terms,
                               length))
-        WITH (fastupdate = off);
-    EXECUTE format('COMMENT ON INDEX search_documents_document IS %L', made_with);
-END
-$$;
+        WITH (fastupdate = off)
+    $index$);
 
 -- -- Keeping the documents and the statistics -------------------------------------------
 

@@ -191,25 +191,17 @@ REVOKE ALL ON FUNCTION embedding_status() FROM PUBLIC;
 -- (an expression) rather than the columns themselves, so that the words' search,
 -- whose predicate names the columns, keeps to its GIN index alone: a btree over the
 -- columns was ANDed into its generic plans, a scan of the whole view per fetch.
--- Made when missing, and again when the cell's function changed since (the comment
--- keeps its fingerprint), as the GIN index of 50_search_index.sql is.
-DO $$
-DECLARE
-    made_with constant text := 'cells computed by '
-        || md5(pg_get_functiondef('search_view_cell(uuid, uuid, text)'::regprocedure));
-BEGIN
-    IF to_regclass('search_documents_view') IS NOT NULL
-       AND obj_description(to_regclass('search_documents_view'), 'pg_class') = made_with
-    THEN
-        RETURN;
-    END IF;
-    DROP INDEX IF EXISTS search_documents_view;
+-- Made when missing, and again when the cell's function changed since
+-- (make_function_index, 50_search_index.sql), as the GIN index there is.
+SELECT make_function_index(
+    'search_documents_view',
+    'cells computed by ',
+    ARRAY['search_view_cell(uuid, uuid, text)'],
+    $index$
     CREATE INDEX search_documents_view ON search_documents
         (search_view_cell(workspace_id, owner_id, context_key), kind)
-        INCLUDE (memory_id, workspace_id, owner_id, context_key, expires_at);
-    EXECUTE format('COMMENT ON INDEX search_documents_view IS %L', made_with);
-END
-$$;
+        INCLUDE (memory_id, workspace_id, owner_id, context_key, expires_at)
+    $index$);
 
 -- The candidates by meaning: the p_limit records in the caller's view nearest to
 -- p_query (cosine), among those embedded by p_model, with their similarity (1 is the
