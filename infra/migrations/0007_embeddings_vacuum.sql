@@ -7,8 +7,8 @@
 -- the executor then drops them. Many similar records deleted together (an agent
 -- clearing a batch of near-identical notes) leave a knot of near-identical dead
 -- elements that a search can enter and not leave, proposing none of the view's
--- records; the meaning side then falls back to the exact scan of the view, three to
--- four times slower at 10,000 records (docs/performance.md, "Dead vectors"). With this
+-- records; the meaning side then falls back to the exact scan of the view, about
+-- three times slower at 10,000 records (docs/performance.md, "Dead vectors"). With this
 -- setting (and autovacuum waking every 5 s, Aurora's default and the local server's)
 -- the knot is gone seconds after the burst, not once a fifth of the table is dead.
 ALTER TABLE search_embeddings SET (autovacuum_vacuum_scale_factor = 0.02);
