@@ -53,12 +53,11 @@ class Release:
     schema_version: int  # the newest migration it shipped
 
 
-# The release that landed last (schema 6), and the last release of the schema version
-# before it (schema 5, the vectors of hybrid recall), as a deployment that skipped
-# releases has it: its data still holds the duplicate handles 0006 flags.
+# The release that landed last (schema 7), and the last release of the schema version
+# before it (schema 6), as a deployment that skipped releases has it.
 RELEASES = (
+    Release("6d6922debf664f4d1693f9dc8cb1e43aff3a52c9", 7),
     Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
-    Release("448173ad5d1993d420e74ae3d2f9952ab81075da", 5),
 )
 
 pytestmark = pytest.mark.slow
