@@ -29,6 +29,7 @@ output; progress to standard error.
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import itertools
 import json
@@ -52,6 +53,8 @@ from urllib.parse import urlsplit
 import psycopg
 
 from .corpus import TYPICAL_TERM, TextGenerator
+from .paraphrase_set import load_paraphrase_set
+from .recall_set import generate as recall_set
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKSPACE = "acme"
@@ -61,6 +64,7 @@ PROTOCOL_VERSION = "2025-11-25"
 TOOLS = (
     "memory_read",
     "memory_search",
+    "memory_search (question)",
     "memory_list",
     "memory_brief",
     "memory_write (create)",
@@ -376,6 +380,15 @@ class Plan:
     counter: Iterator[int] = field(default_factory=itertools.count)
 
 
+@functools.cache
+def questions() -> list[str]:
+    """Questions in natural language, as agents ask them: the recall and paraphrase
+    sets' (bench/recall_set.py, bench/paraphrase_set.py), in their own order. Their
+    words are everyday ones, so the corpus holds many of them; what they ask about is
+    not in it, and only the cost of asking is measured."""
+    return [q.text for q in (*recall_set().questions, *load_paraphrase_set().questions)]
+
+
 def tool_call(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, arguments
 
@@ -390,6 +403,9 @@ def next_args(tool: str, plan: Plan, rng: random.Random) -> tuple[str, dict[str,
         )
     if tool == "memory_search":
         return tool_call("memory_search", {"query": TYPICAL_TERM})
+    if tool == "memory_search (question)":  # an agent's own words, a new one each call
+        asked = questions()
+        return tool_call("memory_search", {"query": asked[n % len(asked)]})
     if tool == "memory_list":
         return tool_call("memory_list", {"prefix": "memory://workspace/notes/", "limit": 20})
     if tool == "memory_brief":  # the default budget, what a session start asks for

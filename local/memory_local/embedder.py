@@ -116,13 +116,17 @@ class LocalEmbedder:
             session = onnxruntime.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
-        except Exception as exc:  # onnxruntime's errors are not one class
+            questions = onnxruntime.InferenceSession(
+                query_graph(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's and onnx's errors are not one class
             raise EmbedderError(f"the model file {model_path} cannot be loaded: {exc}") from exc
         output = session.get_outputs()[0]
         if output.shape[-1] != DIMENSIONS:
             raise EmbedderError(f"the model gives {output.shape[-1]} dimensions, not {DIMENSIONS}")
         self._tokenizer = tokenizer
         self._session = session
+        self._questions = questions
         self._inputs = {i.name for i in session.get_inputs()}
         self._model = f"{MODEL_NAME}@{model_sha256[:12]}"
 
@@ -143,18 +147,27 @@ class LocalEmbedder:
         order = sorted(range(len(prepared)), key=lambda n: len(prepared[n]))
         for start in range(0, len(order), BATCH):
             chunk = order[start : start + BATCH]
-            for n, vector in zip(chunk, self._forward([prepared[n] for n in chunk]), strict=True):
+            passed = self._forward(self._session, [prepared[n] for n in chunk])
+            for n, vector in zip(chunk, passed, strict=True):
                 vectors[n] = vector.tolist()
         return vectors
 
-    def _forward(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    def embed_query(self, text: str) -> list[float]:
+        """Through the question graph (:func:`query_graph`): two to three times as fast
+        for a question, its vector 0.98 to 0.995 in cosine from :meth:`embed`'s."""
+        vector: list[float] = self._forward(self._questions, require_text([text], MAX_CHARS))[
+            0
+        ].tolist()
+        return vector
+
+    def _forward(self, session: Any, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        hidden = np.asarray(session.run(None, feeds)[0], dtype=np.float32)
         # The model card's pooling: the mean of the token vectors under the attention
         # mask (padding left out), then L2 normalisation.
         weights = mask[:, :, None].astype(np.float32)
@@ -162,3 +175,51 @@ class LocalEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: np.ndarray[Any, np.dtype[np.float32]] = pooled / np.maximum(norms, 1e-12)
         return unit
+
+
+def query_graph(model_path: Path) -> bytes:
+    """The model file's graph for questions: each matrix product over int8 weights
+    (``MatMul`` of the input and ``Cast`` then ``Mul`` of the weights by their
+    per-column scales, which onnxruntime otherwise folds into float32 weights, four
+    bytes a weight read at every pass) becomes onnxruntime's ``DynamicQuantizeMatMul``
+    over the same int8 weights and scales, the input quantized to 8 bits at each pass.
+    A one-text pass reads a quarter of the weight bytes, and a question's vector comes
+    out 0.98 to 0.995 in cosine from the float path's (docs/store.md, "Embeddings: the
+    local model"). Records are embedded through the float path: only the question
+    pays the rounding."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(model_path))
+    graph = model.graph
+    weights = {i.name for i in graph.initializer}
+    made_by = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    replaced: dict[int, Any] = {}
+    unused: set[int] = set()
+    for node in graph.node:
+        scaled = made_by.get(node.input[1]) if node.op_type == "MatMul" else None
+        cast = made_by.get(scaled.input[0]) if scaled and scaled.op_type == "Mul" else None
+        if not (cast and cast.op_type == "Cast" and cast.input[0] in weights):
+            continue
+        if scaled is None or scaled.input[1] not in weights:
+            continue
+        replaced[id(node)] = helper.make_node(
+            "DynamicQuantizeMatMul",
+            [node.input[0], cast.input[0], scaled.input[1]],
+            list(node.output),
+            name=node.name,
+            domain="com.microsoft",
+        )
+        unused |= {id(n) for n in (scaled, cast) if readers[n.output[0]] == 1}
+    if not replaced:
+        raise EmbedderError(f"the model file {model_path} has no int8 matrix products")
+    nodes = [replaced.get(id(node), node) for node in graph.node if id(node) not in unused]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    graph_bytes: bytes = model.SerializeToString()
+    return graph_bytes

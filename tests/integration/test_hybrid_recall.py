@@ -61,6 +61,9 @@ class Down:
         self.calls += 1
         raise EmbeddingUnavailable("throttled", "rate exceeded")
 
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
 
 def queued(owner: psycopg.Connection, *ids: str) -> dict[str, int]:
     rows = owner.execute(
@@ -150,6 +153,14 @@ class Watching:
         self.seen: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self._watch()
+        return self._real.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self._watch()
+        return self._real.embed_query(text)
+
+    def _watch(self) -> None:
         with psycopg.connect(self._url) as conn:
             rows = conn.execute(
                 "SELECT query FROM pg_stat_activity"
@@ -157,7 +168,6 @@ class Watching:
                 " AND pid <> pg_backend_pid()"
             ).fetchall()
         self.seen += [str(r[0]) for r in rows]
-        return self._real.embed(texts)
 
 
 def test_the_words_are_ranked_while_the_question_is_embedded(
@@ -254,6 +264,9 @@ class Resized:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [v + [0.0] * (self.dimensions - len(v)) for v in self._real.embed(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
 
 
 def corrupt_model() -> LocalEmbedder:

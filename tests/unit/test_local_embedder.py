@@ -96,6 +96,31 @@ def test_paraphrases_score_higher_than_unrelated_text(embedder: LocalEmbedder) -
         assert same > max(others) + 0.1, PARAPHRASES[n]
 
 
+def test_a_question_is_embedded_close_to_its_float_vector(embedder: LocalEmbedder) -> None:
+    # The question graph quantizes each layer's input to 8 bits: a vector near the
+    # float path's, in the same space, the records' vectors untouched.
+    texts = [
+        "migration",
+        "who approves a rollback during an incident?",
+        "Die Datenbank wird jeden Sonntag um 3 Uhr gesichert.",
+        "障害対応の連絡先は佐藤さんです。",
+    ]
+    for text, vector in zip(texts, embedder.embed(texts), strict=True):
+        asked = embedder.embed_query(text)
+        assert math.isclose(math.sqrt(sum(v * v for v in asked)), 1.0, rel_tol=1e-5)
+        assert 0.97 < _cosine(asked, vector) < 0.9999, text  # close, and not the same path
+    with pytest.raises(ValueError, match="empty"):
+        embedder.embed_query(" \n ")
+
+
+def test_a_question_finds_its_paraphrase_first(embedder: LocalEmbedder) -> None:
+    records = embedder.embed([second for _, second in PARAPHRASES])
+    for n, (question, _) in enumerate(PARAPHRASES):
+        asked = embedder.embed_query(question)
+        best = max(range(len(records)), key=lambda m: _cosine(asked, records[m]))
+        assert best == n, question
+
+
 def test_a_long_text_is_read_up_to_the_models_bound(embedder: LocalEmbedder) -> None:
     words = " ".join(f"note{n} about the staging database" for n in range(3000))  # ~100 KB
     first, more = embedder.embed([words, words + " and a closing sentence about tea"])
