@@ -34,6 +34,7 @@ from memory_server.operations.after_response import AfterResponse
 
 from .corpus import TYPICAL_TERM, TextGenerator
 from .endpoint_bench import bench_workspace, event
+from .stack_bench import questions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -145,10 +146,12 @@ def main() -> None:
             moved.append(target)
             call("memory_move", uri=uri, new_uri=target, expected_revision=1)
 
+        asked = itertools.cycle(questions())
         n = next(counter)
         cases: dict[str, Callable[[], Any]] = {
             "memory_read": lambda: call("memory_read", uri=random.choice(reads)),
             "memory_search": lambda: call("memory_search", query=TYPICAL_TERM),
+            "memory_search (question)": lambda: call("memory_search", query=next(asked)),
             "memory_list": lambda: call(
                 "memory_list", prefix="memory://workspace/notes/", limit=20
             ),
