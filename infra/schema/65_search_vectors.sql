@@ -252,6 +252,9 @@ DECLARE
     indexed double precision;
     proposed integer := 0;
     cells text[];
+    near_ids uuid[];
+    near_models text[];
+    near_distances double precision[];
     ids uuid[];
     similarities double precision[];
 BEGIN
@@ -276,45 +279,49 @@ BEGIN
             proposed := CASE WHEN 1000 * in_view / indexed >= wanted THEN 1000 ELSE 0 END;
         END IF;
     END IF;
-    -- The cast is the indexed expression, spelled out for the planner, so the
-    -- statement is built per call. The index, never a sequential scan of the vectors
-    -- (chosen for a table the statistics show small, it would be the exact scan
-    -- without the view's filter first).
+    -- The cast is the indexed expression, spelled out for the planner, so the index
+    -- scan is built per call; the view's predicate over what it proposed is static
+    -- SQL, planned once a connection (the two as one statement built per call took
+    -- 0.5 ms more: docs/performance.md). The index, never a sequential scan of the
+    -- vectors (chosen for a table the statistics show small, it would be the exact
+    -- scan without the view's filter first).
     IF proposed >= wanted THEN
         PERFORM set_config('hnsw.ef_search', proposed::text, true),
                 set_config('enable_seqscan', 'off', true);
         EXECUTE format($index$
-            WITH near AS MATERIALIZED (
-                SELECT e.memory_id, e.model,
-                       e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
-                           $1::public.vector(%1$s) AS distance
-                FROM search_embeddings AS e
-                WHERE e.dimensions = %1$s
-                ORDER BY e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
-                             $1::public.vector(%1$s)
-                LIMIT $2
-            ), kept AS (
-                SELECT n.memory_id, n.distance
-                FROM near AS n
-                JOIN search_documents AS d ON d.memory_id = n.memory_id
-                WHERE n.model = $3
-                  AND d.workspace_id = $4
-                  AND d.owner_id = ANY ($5)
-                  AND d.context_key = ANY ($6)
-                  AND can_see(d.workspace_id, d.owner_id, d.context_key)
-                  AND is_live(d.expires_at)
-                  AND d.kind = ANY ($7)
-                ORDER BY n.distance
-                LIMIT $8
-            )
-            SELECT array_agg(k.memory_id ORDER BY k.distance),
-                   array_agg(1 - k.distance ORDER BY k.distance)
-            FROM kept AS k
+            SELECT array_agg(n.memory_id ORDER BY n.distance),
+                   array_agg(n.model ORDER BY n.distance),
+                   array_agg(n.distance ORDER BY n.distance)
+            FROM (SELECT e.memory_id, e.model,
+                         e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
+                             $1::public.vector(%1$s) AS distance
+                  FROM search_embeddings AS e
+                  WHERE e.dimensions = %1$s
+                  ORDER BY e.embedding::public.vector(%1$s) OPERATOR(public.<=>)
+                               $1::public.vector(%1$s)
+                  LIMIT $2) AS n
         $index$, dims)
-        INTO ids, similarities
-        USING q, proposed, p_model, ws, owners, contexts, p_kinds, wanted;
+        INTO near_ids, near_models, near_distances
+        USING q, proposed;
         PERFORM set_config('hnsw.ef_search', ef_search, true),
                 set_config('enable_seqscan', seqscan, true);
+        SELECT array_agg(k.memory_id ORDER BY k.distance),
+               array_agg(1 - k.distance ORDER BY k.distance)
+        INTO ids, similarities
+        FROM (
+            SELECT n.memory_id, n.distance
+            FROM unnest(near_ids, near_models, near_distances) AS n (memory_id, model, distance)
+            JOIN search_documents AS d ON d.memory_id = n.memory_id
+            WHERE n.model = p_model
+              AND d.workspace_id = ws
+              AND d.owner_id = ANY (owners)
+              AND d.context_key = ANY (contexts)
+              AND can_see(d.workspace_id, d.owner_id, d.context_key)
+              AND is_live(d.expires_at)
+              AND d.kind = ANY (p_kinds)
+            ORDER BY n.distance
+            LIMIT wanted
+        ) AS k;
         IF coalesce(cardinality(ids), 0) >= wanted THEN
             RETURN QUERY SELECT u.id, u.similarity
                          FROM unnest(ids, similarities) AS u (id, similarity);
