@@ -203,6 +203,27 @@ SELECT make_function_index(
         INCLUDE (memory_id, workspace_id, owner_id, context_key, expires_at)
     $index$);
 
+-- The documents of the caller's view of the kinds asked for: the one visibility
+-- predicate (the view's workspace, owners and contexts, can_see, is_live) as both
+-- ways of search_by_meaning (below) apply it. An SQL function simple enough to be
+-- inlined, so each way is planned as if the predicate were written there (the exact
+-- scan still reads the view from search_documents_view).
+CREATE OR REPLACE FUNCTION search_view_documents(p_workspace uuid, p_owners uuid[],
+                                                 p_contexts text[], p_kinds text[])
+RETURNS SETOF memory.search_documents
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.*
+    FROM memory.search_documents AS d
+    WHERE d.workspace_id = p_workspace
+      AND d.owner_id = ANY (p_owners)
+      AND d.context_key = ANY (p_contexts)
+      AND memory.can_see(d.workspace_id, d.owner_id, d.context_key)
+      AND memory.is_live(d.expires_at)
+      AND d.kind = ANY (p_kinds)
+$$;
+REVOKE ALL ON FUNCTION search_view_documents(uuid, uuid[], text[], text[]) FROM PUBLIC;
+
 -- The candidates by meaning: the p_limit records in the caller's view nearest to
 -- p_query (cosine), among those embedded by p_model, with their similarity (1 is the
 -- same direction). The view is the one predicate: workspace, owners the caller may
@@ -311,14 +332,9 @@ BEGIN
         FROM (
             SELECT n.memory_id, n.distance
             FROM unnest(near_ids, near_models, near_distances) AS n (memory_id, model, distance)
-            JOIN search_documents AS d ON d.memory_id = n.memory_id
+            JOIN search_view_documents(ws, owners, contexts, p_kinds) AS d
+                ON d.memory_id = n.memory_id
             WHERE n.model = p_model
-              AND d.workspace_id = ws
-              AND d.owner_id = ANY (owners)
-              AND d.context_key = ANY (contexts)
-              AND can_see(d.workspace_id, d.owner_id, d.context_key)
-              AND is_live(d.expires_at)
-              AND d.kind = ANY (p_kinds)
             ORDER BY n.distance
             LIMIT wanted
         ) AS k;
@@ -332,15 +348,9 @@ BEGIN
                    FROM unnest(owners) AS o, unnest(contexts) AS c);
     RETURN QUERY
     SELECT d.memory_id, 1 - (e.embedding OPERATOR(public.<=>) q)
-    FROM search_documents AS d
+    FROM search_view_documents(ws, owners, contexts, p_kinds) AS d
     JOIN search_embeddings AS e ON e.memory_id = d.memory_id
     WHERE search_view_cell(d.workspace_id, d.owner_id, d.context_key) = ANY (cells)
-      AND d.workspace_id = ws
-      AND d.owner_id = ANY (owners)
-      AND d.context_key = ANY (contexts)
-      AND can_see(d.workspace_id, d.owner_id, d.context_key)
-      AND is_live(d.expires_at)
-      AND d.kind = ANY (p_kinds)
       AND e.model = p_model
       AND e.dimensions = dims  -- never a distance across dimensions
     ORDER BY e.embedding OPERATOR(public.<=>) q
