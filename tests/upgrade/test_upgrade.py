@@ -5,10 +5,10 @@ is still there, each seen by exactly the callers who saw it before.
 The previous releases are pinned commits of this repository (git must hold them: a
 clone of the repository does), each taken out with ``git archive`` and run in a
 subprocess of its own with its ``layers/core`` on the path, so its code, migrations and
-schema files are the ones that release shipped. Two are upgraded: the last release,
-and the one before it, as a deployment that skipped a release would be. Each release
-moves ``RELEASES`` on by one: the commit it was released from comes first, the oldest
-goes (docs/deploy.md, Releases and rollback).
+schema files are the ones that release shipped. Two are upgraded: the release that
+landed last, and the last release of the schema version before that one's, as a
+deployment that skipped releases would be. Each release sets ``RELEASES`` by that rule
+(docs/deploy.md, Releases and rollback).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class Release:
 # The release that landed last (schema 7), and the last release of the schema version
 # before it (schema 6), as a deployment that skipped releases has it.
 RELEASES = (
-    Release("6d6922debf664f4d1693f9dc8cb1e43aff3a52c9", 7),
+    Release("ddbc1ff1a1059cb8ee180975f63947983f9bb494", 7),
     Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
 )
 
