@@ -3,12 +3,11 @@
 Run as ``python -m bench.embedder_bench`` (docs/store.md, "Embeddings: the local
 model"); it writes ``bench/results/embedder.json``. The texts are the paraphrase set's
 notes and questions (``bench/paraphrase_set.py``), real in length and wording. For each
-onnxruntime thread count (1, the default, and 2): one text at a time (a question also
-through ``embed_query``, the question graph) and batches of 32, after a warm-up, with
-resident memory (``VmRSS``) read before the model is imported, after it is loaded and
-after the runs (two embedders loaded then). Last, hit@5 on the paraphrase set for the
-model alone (questions through ``embed`` and through ``embed_query``) and for a plain
-BM25, every note a candidate.
+onnxruntime thread count (1, the default, and 2): one text at a time (a question, a
+note) and batches of 32, after a warm-up, with resident memory (``VmRSS``) read before
+the model is imported, after it is loaded and after the runs (two embedders loaded
+then). Last, hit@5 on the paraphrase set for the model alone and for a plain BM25,
+every note a candidate.
 """
 
 from __future__ import annotations
@@ -43,12 +42,6 @@ def run(model: LocalEmbedder, texts: list[str], size: int, calls: int) -> list[f
     return durations_ms(lambda: model.embed(next(chunks)), calls)
 
 
-def run_questions(model: LocalEmbedder, texts: list[str], calls: int) -> list[float]:
-    """Milliseconds per ``embed_query`` call (the question graph), one text each."""
-    asked = itertools.cycle(texts)
-    return durations_ms(lambda: model.embed_query(next(asked)), calls)
-
-
 def paraphrase_hits(model: LocalEmbedder, recall: RecallSet, k: int = 5) -> dict[str, float]:
     """hit@k on the paraphrase set, every note a candidate: the model's cosine alone,
     and a plain BM25 (lowercase word tokens) over the same texts, in Python."""
@@ -56,14 +49,12 @@ def paraphrase_hits(model: LocalEmbedder, recall: RecallSet, k: int = 5) -> dict
     texts = [memory_text(m) for m in recall.memories]
     notes = np.array(model.embed(texts))
     asked = np.array(model.embed([q.text for q in recall.questions]))
-    graph = np.array([model.embed_query(q.text) for q in recall.questions])
     bm25 = BM25Okapi([re.findall(r"\w+", t.lower()) for t in texts])
-    hits = {"model": 0, "model_question_graph": 0, "bm25": 0}
+    hits = {"model": 0, "bm25": 0}
     for n, question in enumerate(recall.questions):
         lexical = np.asarray(bm25.get_scores(re.findall(r"\w+", question.text.lower())))
         for name, scores in (
             ("model", notes @ asked[n]),
-            ("model_question_graph", notes @ graph[n]),
             ("bm25", lexical),
         ):
             top = np.argsort(-scores, kind="stable")[:k]
@@ -101,12 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         model = embedder if threads == 1 else LocalEmbedder(threads=threads)
         run(model, questions, 1, 10)  # warm-up
         single_q = run(model, questions, 1, args.single)
-        graph_q = run_questions(model, questions, args.single)
         single_n = run(model, notes, 1, args.single)
         batches = run(model, notes, 32, args.batches)
         results["runs"][f"threads_{threads}"] = {
             "question_ms": {k: round(v, 2) for k, v in percentiles(single_q).items()},
-            "question_graph_ms": {k: round(v, 2) for k, v in percentiles(graph_q).items()},
             "note_ms": {k: round(v, 2) for k, v in percentiles(single_n).items()},
             "batch_32_ms": {k: round(v, 1) for k, v in percentiles(batches).items()},
             "notes_per_s": round(32 * 1000 / percentiles(batches)["p50"], 1),

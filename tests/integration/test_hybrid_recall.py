@@ -61,9 +61,6 @@ class Down:
         self.calls += 1
         raise EmbeddingUnavailable("throttled", "rate exceeded")
 
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
-
 
 def queued(owner: psycopg.Connection, *ids: str) -> dict[str, int]:
     rows = owner.execute(
@@ -144,8 +141,9 @@ def test_meaning_never_widens_the_view(world: World, hybrid: Store) -> None:
 
 
 class Watching:
-    """The real model, and what PostgreSQL was doing for the search while it ran: the
-    statements of backends in a transaction, seen from another connection."""
+    """The real model, and what PostgreSQL was doing while it ran: the statements of
+    backends in a transaction, seen from another connection (this test process's own
+    server, so only this test's)."""
 
     def __init__(self, real: LocalEmbedder, cluster) -> None:  # type: ignore[no-untyped-def]
         self.model, self.dimensions, self._real = real.model, real.dimensions, real
@@ -153,10 +151,6 @@ class Watching:
         self.seen: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._real.embed(texts)  # records (the write's job): not watched
-
-    def embed_query(self, text: str) -> list[float]:
-        # Only the question is watched, so what is seen is the search's own doing.
         with psycopg.connect(self._url) as conn:
             rows = conn.execute(
                 "SELECT query FROM pg_stat_activity"
@@ -164,7 +158,7 @@ class Watching:
                 " AND pid <> pg_backend_pid()"
             ).fetchall()
         self.seen += [str(r[0]) for r in rows]
-        return self._real.embed_query(text)
+        return self._real.embed(texts)
 
 
 def test_the_words_are_ranked_while_the_question_is_embedded(
@@ -261,9 +255,6 @@ class Resized:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [v + [0.0] * (self.dimensions - len(v)) for v in self._real.embed(texts)]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
 
 
 def corrupt_model() -> LocalEmbedder:

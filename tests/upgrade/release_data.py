@@ -112,9 +112,6 @@ class HashEmbedder:
             vectors.append([x / norm for x in raw])
         return vectors
 
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]
-
 
 def subject(handle: str) -> str:
     return f"{handle}-subject"

@@ -126,9 +126,6 @@ class BedrockEmbedder:
         prepared = require_text(texts, TITAN_MAX_CHARS)
         return [self._one(_within_tokens(text)) for text in prepared]
 
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed([text])[0]  # Titan has one way to embed
-
     def _one(self, text: str) -> list[float]:
         from botocore.exceptions import (
             BotoCoreError,

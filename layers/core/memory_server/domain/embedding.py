@@ -99,13 +99,6 @@ class Embedder(Protocol):
         """
         ...
 
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of a search's question, in the space of :meth:`embed`'s: the
-        same vector, or one as close as the adapter's faster path for a single short
-        text gives (the local model's, docs/store.md). Raises as :meth:`embed` does.
-        """
-        ...
-
 
 def prepare_text(text: str, max_chars: int) -> str | None:
     """The text an adapter embeds: whitespace collapsed, cut to ``max_chars``.

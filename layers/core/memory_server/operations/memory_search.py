@@ -131,7 +131,7 @@ def _query_vector(store: Store, words: str, phrases: list[str]) -> tuple[list[fl
         return None, "lexical"
     text = " ".join([words, *phrases]).strip()
     try:
-        return store.embedder.embed_query(text), "hybrid"
+        return store.embedder.embed([text])[0], "hybrid"
     except EmbeddingUnavailable as error:
         logger.warning("search by meaning unavailable (%s): words alone", error.reason)
         return None, f"lexical ({error.reason})"
