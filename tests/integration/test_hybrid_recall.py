@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import psycopg
 import pytest
+from memory_local.dev import DevStack
 from memory_local.embedder import LocalEmbedder
 from memory_local.embedding_worker import EmbeddingWorker
 from memory_server.data import embeddings as data
@@ -325,6 +326,36 @@ def test_vectors_of_another_model_or_dimension_refuse_the_start_naming_the_re_em
         assert data.requeue(conn, hybrid.embedder.model, 384) >= 1
     backfill(cluster.owner_url, hybrid.embedder)
     require_embeddings(hybrid.db, hybrid.embedder)
+
+
+def test_make_dev_re_embeds_the_float_paths_vectors_before_it_serves(
+    world: World,
+    hybrid: Store,
+    owner: psycopg.Connection,
+    cluster,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    # A .dev/ from before the 8-bit graph: its vectors carry the float path's model id.
+    ws = world.workspace()
+    agent = Agent(hybrid, ws.caller(ws.person("alice")))
+    made = agent.write(uri=DEPLOYS, content="Releases go out on Tuesdays.", expected_revision=0)
+    backfill(cluster.owner_url, hybrid.embedder)
+    assert hybrid.embedder is not None and hybrid.embedder.model.endswith("+q8")
+    before = hybrid.embedder.model.removesuffix("+q8")
+    owner.execute(
+        "UPDATE memory.search_embeddings SET model = %s WHERE memory_id = %s", (before, made["id"])
+    )
+    monkeypatch.setenv("EMBEDDER", f"python:{LocalEmbedder.__module__}:LocalEmbedder")
+    DevStack(tmp_path)._reembed_other_space(cluster.owner_url)  # what start() does first
+    said = capsys.readouterr().out
+    assert (
+        f"stored vectors are of {before} (384): re-embedding with {hybrid.embedder.model}" in said
+    )
+    assert "re-embedding records: 0 of " in said  # progress, from the first record
+    assert embedded(owner, made["id"]) == (hybrid.embedder.model, 384)
+    require_embeddings(hybrid.db, hybrid.embedder)  # the handler now starts
 
 
 @pytest.mark.alone  # within a second: no other test beside it
