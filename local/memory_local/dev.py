@@ -47,11 +47,10 @@ from memory_server.data import embeddings as embedding_data
 from memory_server.data import migrate
 from memory_server.data.provision import Passwords, Provisioned, provision
 from memory_server.domain.embedding import EmbeddingSpaceMismatch, require_space
-from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S, EMBED_BATCH
+from memory_server.domain.limits import AUDIT_SWEEP_MIN_AGE_S, CLIENT_SWEEP_EVERY_S
 from memory_server.edge.runtime import embedder_from_env
 from memory_server.gateway.origins import OriginPolicy
 from memory_server.operations.audit_events import EventBridgeSink, purge_expired, sweep
-from memory_server.operations.embeddings import backfill
 from memory_server.signin.authorization import Authorization, build_authorization
 from memory_server.signin.authorizer import build_authorizer
 from memory_server.signin.management import Management, build_management
@@ -219,7 +218,7 @@ class DevStack:
                 "POWERTOOLS_LOG_LEVEL": "WARNING",
             }
         )
-        self._reembed_other_space(owner_url)
+        self._forget_other_space(owner_url)
         self.app = load_handler_module()
         self.start_publisher()
         # The other functions, built by their own code from the environment the
@@ -317,26 +316,28 @@ class DevStack:
         self._say(f"ready in {time.monotonic() - started:.1f}s")
         return self.info
 
-    def _reembed_other_space(self, owner_url: str) -> None:
-        """Re-embed every record before serving when the stored vectors are of another
-        model or dimension than EMBEDDER's (the handler refuses to start on them:
-        ``runtime.require_embeddings``), as ``memoryctl embeddings backfill`` would."""
+    def _forget_other_space(self, owner_url: str) -> None:
+        """When the stored vectors are of another model or dimension than EMBEDDER's
+        (the handler refuses to start on them: ``runtime.require_embeddings``), delete
+        them: the stack serves at once, by words and by the meaning of what is embedded
+        again, and the embedding worker's backfill at start embeds every record again
+        (with progress), as ``memoryctl embeddings backfill`` would. A deployment keeps
+        the refusal: there the re-embedding is an operator's step (docs/deploy.md)."""
         embedder = embedder_from_env(os.environ)
         if embedder is None:
             return
         with psycopg.connect(owner_url, autocommit=True) as owner:
-            stored = embedding_data.spaces(owner)
-        try:
-            require_space(embedder, stored)
-        except EmbeddingSpaceMismatch as mismatch:
-            shown = ", ".join(f"{m} ({d})" for m, d in mismatch.stored)
-            self._say(f"stored vectors are of {shown}: re-embedding with {embedder.model} first")
-
-            def progress(done: int, total: int | None) -> None:
-                if total and (done == 0 or done == total or done % 1000 < EMBED_BATCH):
-                    self._say(f"re-embedding records: {done:,} of {total:,}")
-
-            backfill(owner_url, embedder, progress=progress)
+            try:
+                require_space(embedder, embedding_data.spaces(owner))
+            except EmbeddingSpaceMismatch as mismatch:
+                shown = ", ".join(f"{m} ({d})" for m, d in mismatch.stored)
+                gone = embedding_data.forget_other_spaces(
+                    owner, embedder.model, embedder.dimensions
+                )
+                self._say(
+                    f"stored vectors are of {shown}: {gone:,} deleted; every record is "
+                    f"embedded again with {embedder.model} while the stack serves"
+                )
 
     def start_publisher(self) -> ProcessPublisher:
         """Hand the handler's audit publishing to a new child process (the previous

@@ -328,7 +328,7 @@ def test_vectors_of_another_model_or_dimension_refuse_the_start_naming_the_re_em
     require_embeddings(hybrid.db, hybrid.embedder)
 
 
-def test_make_dev_re_embeds_the_float_paths_vectors_before_it_serves(
+def test_make_dev_serves_at_once_on_the_float_paths_vectors_and_embeds_again(
     world: World,
     hybrid: Store,
     owner: psycopg.Connection,
@@ -347,15 +347,17 @@ def test_make_dev_re_embeds_the_float_paths_vectors_before_it_serves(
     owner.execute(
         "UPDATE memory.search_embeddings SET model = %s WHERE memory_id = %s", (before, made["id"])
     )
+    with pytest.raises(EmbeddingSpaceMismatch):
+        require_embeddings(hybrid.db, hybrid.embedder)
     monkeypatch.setenv("EMBEDDER", f"python:{LocalEmbedder.__module__}:LocalEmbedder")
-    DevStack(tmp_path)._reembed_other_space(cluster.owner_url)  # what start() does first
+    DevStack(tmp_path)._forget_other_space(cluster.owner_url)  # before the handler starts
     said = capsys.readouterr().out
-    assert (
-        f"stored vectors are of {before} (384): re-embedding with {hybrid.embedder.model}" in said
-    )
-    assert "re-embedding records: 0 of " in said  # progress, from the first record
+    assert f"stored vectors are of {before} (384): 1 deleted" in said
+    assert embedded(owner, made["id"]) is None  # only the other space's vectors went
+    require_embeddings(hybrid.db, hybrid.embedder)  # so the handler starts at once
+    assert agent.search(query="which day do releases go out")["hits"][0]["uri"] == DEPLOYS
+    backfill(cluster.owner_url, hybrid.embedder)  # what the embedding worker runs first
     assert embedded(owner, made["id"]) == (hybrid.embedder.model, 384)
-    require_embeddings(hybrid.db, hybrid.embedder)  # the handler now starts
 
 
 @pytest.mark.alone  # within a second: no other test beside it

@@ -80,6 +80,14 @@ def requeue(owner: psycopg.Connection[Any], model: str, dimensions: int) -> int:
     return int(row["waiting"]) if row else 0
 
 
+def forget_other_spaces(owner: psycopg.Connection[Any], model: str, dimensions: int) -> int:
+    """Delete every stored vector not in the space of ``model`` and ``dimensions``
+    (their records are then embedded again by the next backfill); how many went."""
+    return statements.run(
+        owner, "embedding_forget_other_spaces", {"model": model, "dimensions": dimensions}
+    )
+
+
 def spaces(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
     """The (model, dimensions) pairs of the stored vectors."""
     found = statements.rows(conn, "embedding_spaces")
