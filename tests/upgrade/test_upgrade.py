@@ -56,7 +56,7 @@ class Release:
 # The release that landed last (schema 7), and the last release of the schema version
 # before it (schema 6), as a deployment that skipped releases has it.
 RELEASES = (
-    Release("ddbc1ff1a1059cb8ee180975f63947983f9bb494", 7),
+    Release("d58dc4a0cec85eddf6a0df1bb918117154535de6", 7),
     Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
 )
 
