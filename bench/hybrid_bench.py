@@ -9,6 +9,12 @@ backfill (``operations.embeddings.backfill``, timed: the backfill rate), then as
 every question through ``memory_search`` twice: with no embedder (``lexical``, today's
 search) and with it (``hybrid``), at each meaning weight of ``--weights``. Reported per
 set and system: hit@1, hit@5, hit@8, MRR and the search's p50/p95 in the process.
+
+``--distractors N`` first writes N notes of the stack benchmark's corpus
+(``bench/corpus.py``: everyday words, 200 to 2,000 bytes) as a colleague's shared
+notes into each set's workspace: records that compete for every question's words and
+meaning and answer none, so that the search's bounds (the words' fetch and score
+budgets, the HNSW index's proposals) are measured at a size where they bind.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -36,20 +43,41 @@ from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
 from memory_server.protocol.tools import ToolTable
 
+from .corpus import TextGenerator
 from .paraphrase_set import load_paraphrase_set
 from .recall_bench import Outcome, database, load, metrics, outcomes
 from .recall_set import COLLEAGUES, READER, Question, RecallSet, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "hybrid.json"
+DISTRACTOR_SEED = 30
 
 
 def _p(values: Sequence[float], q: float) -> float:
     return round(sorted(values)[math.ceil(q * len(values)) - 1], 2)
 
 
+def write_distractors(write: Callable[[str, dict[str, Any]], dict[str, Any]], count: int) -> None:
+    """``count`` corpus notes that answer no question of the sets, the same ones for
+    every set (one seed)."""
+    generator = TextGenerator(random.Random(DISTRACTOR_SEED))
+    for n in range(count):
+        write(
+            "memory_write",
+            {
+                "uri": f"memory://workspace/notes/archive/{generator.slug()}-{n:05d}.md",
+                "content": generator.document().body,
+                "expected_revision": 0,
+            },
+        )
+
+
 def run_set(
-    name: str, recall: RecallSet, embedder: LocalEmbedder, weights: list[float]
+    name: str,
+    recall: RecallSet,
+    embedder: LocalEmbedder,
+    weights: list[float],
+    distractors: int = 0,
 ) -> dict[str, Any]:
     with database() as (admin_url, owner_url, runtime_url):
         with psycopg.connect(owner_url, autocommit=True) as owner:
@@ -82,6 +110,7 @@ def run_set(
             def writer(handle: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
                 return lambda tool, raw: writes.run(tool, callers[handle], raw, Deadline())
 
+            write_distractors(writer(COLLEAGUES[0]), distractors)
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 ids = load(recall, {h: writer(h) for h in subjects}, admin)
                 admin.execute("VACUUM ANALYZE memory.search_documents")
@@ -125,6 +154,7 @@ def run_set(
     return {
         "set": name,
         "memories": len(recall.memories),
+        "distractors": distractors,
         "questions": len(recall.questions),
         "records_embedded": stored,
         "left_in_queue": left,
@@ -138,6 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.hybrid_bench", description=__doc__)
     parser.add_argument("--weights", default="0.3,0.5,0.7", help="meaning weights to measure")
     parser.add_argument("--questions", type=int, default=0, help="a slice of each set (0: all)")
+    parser.add_argument(
+        "--distractors", type=int, default=0, help="corpus notes written beside each set"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
@@ -147,12 +180,13 @@ def main(argv: list[str] | None = None) -> None:
     for name, recall in sets.items():
         if args.questions:
             recall = recall.slice(args.questions)
-        runs.append(run_set(name, recall, embedder, weights))
+        runs.append(run_set(name, recall, embedder, weights, args.distractors))
         print(json.dumps(runs[-1], indent=1))
     report = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python -m bench.hybrid_bench"
-        + (f" --questions {args.questions}" if args.questions else ""),
+        + (f" --questions {args.questions}" if args.questions else "")
+        + (f" --distractors {args.distractors}" if args.distractors else ""),
         "model": embedder.model,
         "runs": runs,
         "p95_ms_note": "in-process tool calls (the store and the model), one client",

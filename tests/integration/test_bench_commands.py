@@ -56,3 +56,19 @@ def test_provenance_bench_times_both_forms_of_each_statement(tmp_path: Path) -> 
         after = "\n".join(report["plans"][statement]["after"])
         assert "principal_provenance" in after
         assert "principal_provenance" not in "\n".join(report["plans"][statement]["before"])
+
+
+def test_hybrid_bench_writes_its_distractors_beside_each_set(tmp_path: Path) -> None:
+    report = run_bench(
+        "hybrid_bench",
+        tmp_path / "hybrid.json",
+        *("--questions", "4", "--distractors", "12", "--weights", "0.3"),
+    )
+    assert report["command"].endswith("--distractors 12")
+    assert [run["set"] for run in report["runs"]] == ["recall", "paraphrase"]
+    for run in report["runs"]:
+        # Each set's records and the 12 corpus notes beside them, all embedded.
+        assert run["distractors"] == 12
+        assert run["records_embedded"] == run["memories"] + 12, run
+        assert run["left_in_queue"] == 0
+        assert set(run["systems"]) == {"lexical", "hybrid w=0.3"}
