@@ -13,8 +13,9 @@ set and system: hit@1, hit@5, hit@8, MRR and the search's p50/p95 in the process
 ``--distractors N`` first writes N notes of the stack benchmark's corpus
 (``bench/corpus.py``: everyday words, 200 to 2,000 bytes) as a colleague's shared
 notes into each set's workspace: records that compete for every question's words and
-meaning and answer none, so that the search's bounds (the words' fetch and score
-budgets, the HNSW index's proposals) are measured at a size where they bind.
+meaning and were not written to answer any, so that the search's bounds (the words'
+fetch and score budgets, the HNSW index's proposals) are measured at a size where
+they bind.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def _p(values: Sequence[float], q: float) -> float:
 
 
 def write_distractors(write: Callable[[str, dict[str, Any]], dict[str, Any]], count: int) -> None:
-    """``count`` corpus notes that answer no question of the sets, the same ones for
-    every set (one seed)."""
+    """``count`` corpus notes, written to answer no question of the sets, the same
+    ones for every set (one seed)."""
     generator = TextGenerator(random.Random(DISTRACTOR_SEED))
     for n in range(count):
         write(
