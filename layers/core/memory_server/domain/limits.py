@@ -174,8 +174,9 @@ SEARCH_FUSION_MEANING_WEIGHT = 0.3
 # held 0.92 of the exact 50 (0.965 of the exact 10) against 0.99, for 4 to 5 ms less
 # a search over HTTP (docs/performance.md, "Hybrid recall").
 SEARCH_MEANING_INDEX_CANDIDATES = 100
-# Records the embedder takes from the queue at a time (one model call each batch), and
-# the tries a record gets before only a backfill takes it again.
+# Records the embedder takes from the queue at a time (one call of the port's embed a
+# batch; both adapters then run one text at a time), and the tries a record gets
+# before only a backfill takes it again.
 EMBED_BATCH = 32
 EMBED_QUEUE_ATTEMPTS = 5
 # Records one run of the migrations function's embed task embeds at most (Titan takes
