@@ -56,7 +56,7 @@ class Release:
 # The release that landed last (schema 7), and the last release of the schema version
 # before it (schema 6), as a deployment that skipped releases has it.
 RELEASES = (
-    Release("d58dc4a0cec85eddf6a0df1bb918117154535de6", 7),
+    Release("164af95c7008c9bbbd1bc84ced09f01c34660f19", 7),
     Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
 )
 
