@@ -556,7 +556,7 @@ class Bench:
                 fetch_budget=SEARCH_FETCH_BUDGET,
                 score_budget=SEARCH_SCORE_BUDGET,
             ).get()
-            offered = [Candidate(c.id, c.score) for c in scored]
+            offered = [Candidate(c.id, c.score) for c in scored.scored]
             ranked = DeterministicRanker().rank(text, offered, 8)
             ids = [c.id for c in ranked]
             hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None

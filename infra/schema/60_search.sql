@@ -249,11 +249,17 @@ CREATE OR REPLACE FUNCTION search_owners(p_owners uuid[]) RETURNS uuid[]
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN ARRAY(SELECT DISTINCT o FROM unnest(p_owners) AS o WHERE sees_owner(o));
 
+-- Each row also carries the query's full_score: what a record holding each of the
+-- query's words once, at the reference length, scores without the prior (the sum of
+-- the words' idf). The fusion with meaning measures how strong the words' matches are
+-- against it (operations/memory_search.py).
+DROP FUNCTION IF EXISTS search_candidates(text, text[], text[], uuid[], text[], integer, integer,
+                                          integer);
 CREATE OR REPLACE FUNCTION search_candidates(p_words text, p_phrases text[],
                                              p_excluded text[], p_owners uuid[], p_kinds text[],
                                              p_limit integer, p_budget integer,
                                              p_score_budget integer)
-RETURNS TABLE (memory_id uuid, score double precision)
+RETURNS TABLE (memory_id uuid, score double precision, full_score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = memory, pg_temp
 -- Generic plans from the first call: the index is the only way to answer @@, so the
 -- plans do not depend on the values.
@@ -376,6 +382,7 @@ BEGIN
         -- (its phrases are fetched whole, first).
         unit_next[i] := CASE WHEN unit_df[i] = 0 OR unit_bound[i] IS NOT NULL THEN -1 ELSE {{SEARCH_TOP_TIER}} END;
     END LOOP;
+    full_score := (SELECT sum(u) FROM unnest(unit_idf) AS u);
     IF tracing THEN
         RAISE NOTICE '%', jsonb_build_object(
             'documents', documents, 'units', unit_lexeme, 'df', unit_df, 'idf', unit_idf,
@@ -527,7 +534,8 @@ BEGIN
         END IF;
     END LOOP;
 
-    RETURN QUERY SELECT t.memory_id, t.score FROM unnest(top_ids, top_scores) AS t (memory_id, score);
+    RETURN QUERY SELECT t.memory_id, t.score, full_score
+                 FROM unnest(top_ids, top_scores) AS t (memory_id, score);
 END
 $$;
 REVOKE ALL ON FUNCTION search_candidates(text, text[], text[], uuid[], text[], integer, integer,

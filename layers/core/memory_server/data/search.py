@@ -43,6 +43,15 @@ class Scored:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class WordMatches:
+    """The words' best records, and the query's full score: what a record holding
+    each of its words once, at the reference length, scores (0 when none matched)."""
+
+    scored: list[Scored]
+    full_score: float
+
+
 class HitRow(SummaryRow):
     """A ranked hit read through the view, with its excerpt."""
 
@@ -59,7 +68,7 @@ def candidates(
     limit: int,
     fetch_budget: int,
     score_budget: int,
-) -> Pending[list[Scored]]:
+) -> Pending[WordMatches]:
     """The best ``limit`` records of the caller's view for ``terms``, exactly scored
     (the view comes from the transaction's settings)."""
     params = {
@@ -73,8 +82,11 @@ def candidates(
         "score_budget": score_budget,
     }
 
-    def shape(rows: list[Row]) -> list[Scored]:
-        return [Scored(row["memory_id"], float(row["score"])) for row in rows]
+    def shape(rows: list[Row]) -> WordMatches:
+        return WordMatches(
+            [Scored(row["memory_id"], float(row["score"])) for row in rows],
+            float(rows[0]["full_score"]) if rows else 0.0,
+        )
 
     return tx.query("search_candidates", params, shape)
 

@@ -161,10 +161,12 @@ SEARCH_SEGMENTS_AFTER = 6
 # -- Hybrid recall (docs/store.md, "Search by meaning") -------------------------------
 # Candidates each side of a hybrid search offers the fusion (words: BM25; meaning:
 # cosine over the embeddings), and the weight of meaning in the fused score (words
-# weigh 1 minus it). Each side's scores are scaled to [0, 1] over its own candidates
-# first (bench/hybrid_bench.py measured the weight on the project's own sets).
+# weigh 1 minus it). Each side's scores are scaled first (operations/memory_search.py,
+# fuse); bench/hybrid_bench.py measured the weight on the project's own sets, alone
+# and beside 8,000 other notes: every weight from 0.2 to 0.45 beat words alone on all
+# four, 0.35 is the middle (docs/performance.md, "A words scale that knows the query").
 SEARCH_FUSION_CANDIDATES = 50
-SEARCH_FUSION_MEANING_WEIGHT = 0.3
+SEARCH_FUSION_MEANING_WEIGHT = 0.35
 # The fewest nearest vectors the HNSW index proposes to the meaning side before the
 # view's predicate keeps the caller's (hnsw.ef_search): twice the candidates it wants,
 # and more when the view is a smaller share of the index (up to pgvector's largest

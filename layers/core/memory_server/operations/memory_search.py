@@ -92,9 +92,10 @@ def memory_search(
             if query_vector is not None and store.embedder is not None
             else None
         )
-        words = [(s.id, s.score) for s in by_words.get()]
+        found = by_words.get()
+        words = [(s.id, s.score) for s in found.scored]
         meaning = [(n.id, n.similarity) for n in by_meaning.get()] if by_meaning else None
-        offered, matched = fuse(words, meaning, store.meaning_weight)
+        offered, matched = fuse(words, found.full_score, meaning, store.meaning_weight)
         ranked = store.ranker.rank(args.query, offered, limit)[:limit]
         ids = [c.id for c in ranked]
         hydrated = search.hydrate(tx, caller, terms, ids, owners) if ranked else None
@@ -141,30 +142,31 @@ def _query_vector(store: Store, words: str, phrases: list[str]) -> tuple[list[fl
 
 def fuse(
     words: list[tuple[uuid.UUID, float]],
+    full_score: float,
     meaning: list[tuple[uuid.UUID, float]] | None,
     weight: float,
 ) -> tuple[list[Candidate], dict[uuid.UUID, str]]:
-    """One score per candidate: each side's scores scaled to [0, 1] over its own
-    candidates (the best is 1; for meaning, the worst offered is 0), then
-    ``(1 - weight) * words + weight * meaning``, a side that did not offer a record
-    counting 0. Without the meaning side the words' scores stand as they are. Also
-    says which side(s) found each record."""
+    """One score per candidate, ``(1 - weight) * words + weight * meaning``, a side
+    that did not offer a record counting 0. The words' scores are divided by the
+    larger of their best and ``full_score`` (what a record holding each of the query's
+    words once scores): a strong match weighs the whole ``1 - weight``, and the best
+    of weak matches (a few everyday words of a long question) weighs little, so it
+    cannot bury what only meaning found. The meaning side's similarities (cosine,
+    below 0 counting 0) are divided by the best of them. Without the meaning side the
+    words' scores stand as they are. Also says which side(s) found each record."""
     if meaning is None:
         return [Candidate(i, s) for i, s in words], {i: "words" for i, _ in words}
     fused: dict[uuid.UUID, float] = {}
     matched: dict[uuid.UUID, str] = {}
-    top = max((s for _, s in words), default=0.0)
+    strong = max([full_score, *(s for _, s in words)])
     for record, score in words:
-        fused[record] = (1 - weight) * (score / top if top > 0 else 0.0)
+        fused[record] = (1 - weight) * (score / strong if strong > 0 else 0.0)
         matched[record] = "words"
-    if meaning:
-        high = max(s for _, s in meaning)
-        low = min(s for _, s in meaning)
-        span = high - low
-        for record, similarity in meaning:
-            scaled = (similarity - low) / span if span > 0 else 1.0
-            fused[record] = fused.get(record, 0.0) + weight * scaled
-            matched[record] = "both" if record in matched else "meaning"
+    best = max((s for _, s in meaning), default=0.0)
+    for record, similarity in meaning:
+        scaled = max(similarity, 0.0) / best if best > 0 else 0.0
+        fused[record] = fused.get(record, 0.0) + weight * scaled
+        matched[record] = "both" if record in matched else "meaning"
     return [Candidate(i, s) for i, s in fused.items()], matched
 
 
