@@ -52,6 +52,7 @@ from .recall_set import COLLEAGUES, READER, Question, RecallSet, generate
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "hybrid.json"
 DISTRACTOR_SEED = 30
+WEIGHTS = "0.25,0.35,0.5"  # below, at and above the default (limits.SEARCH_FUSION_MEANING_WEIGHT)
 
 
 def _p(values: Sequence[float], q: float) -> float:
@@ -167,7 +168,7 @@ def run_set(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.hybrid_bench", description=__doc__)
-    parser.add_argument("--weights", default="0.3,0.5,0.7", help="meaning weights to measure")
+    parser.add_argument("--weights", default=WEIGHTS, help="meaning weights to measure")
     parser.add_argument("--questions", type=int, default=0, help="a slice of each set (0: all)")
     parser.add_argument(
         "--distractors", type=int, default=0, help="corpus notes written beside each set"
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     report = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python -m bench.hybrid_bench"
+        + (f" --weights {args.weights}" if args.weights != WEIGHTS else "")
         + (f" --questions {args.questions}" if args.questions else "")
         + (f" --distractors {args.distractors}" if args.distractors else ""),
         "model": embedder.model,
