@@ -34,7 +34,7 @@ def test_a_weak_words_match_does_not_bury_what_only_meaning_found() -> None:
     assert order([(A, 1.2)], 12.0, [(B, 0.71), (A, 0.20)]) == [B, A]
 
 
-def test_a_strong_words_match_stays_first_whatever_meaning_says() -> None:
+def test_a_strong_words_match_stays_above_what_only_meaning_found() -> None:
     # A holds every word of the question (more than the full score: in its title);
     # B is only near in meaning. Meaning's whole weight cannot lift B over A.
     assert order([(A, 14.0), (C, 3.0)], 12.0, [(B, 0.9), (C, 0.1)]) == [A, B, C]
