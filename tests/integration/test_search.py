@@ -474,3 +474,54 @@ def test_search_never_scans_a_table_sequentially(world, cluster) -> None:  # typ
         )
     assert len(found) == 5
     assert scans == {"search_documents": 0, "search_statistics": 0}, scans
+
+
+def test_each_candidate_carries_the_querys_full_score(world) -> None:  # type: ignore[no-untyped-def]
+    """The full score the fusion scales the words by (operations/memory_search.py,
+    fuse): the sum of the query words' idf over the view, a word no record holds
+    included; a record holding every word in its title scores above it, a long one
+    holding a single word once below it."""
+    from memory_server.data import search
+    from memory_server.data.search import Terms
+    from memory_server.domain.limits import SEARCH_FETCH_BUDGET, SEARCH_SCORE_BUDGET
+
+    ws = world.workspace()
+    agent = ws.agent(ws.person("alice"))
+    bodies = {
+        "both": "# Heron weir\nthe heron fishes at the weir",
+        # Longer than the reference length of 64 terms: one word counts less there.
+        "heron": "# Birds\na heron stood still; " + "the mill race ran cold past reeds " * 15,
+        "weir-1": "# River\nthe old weir",
+        "weir-2": "# Mill\nwater over a weir",
+        "other-1": "# Lunch\nsoup and bread",
+        "other-2": "# Tools\na hammer and a saw",
+    }
+    ids = {
+        name: agent.write(
+            uri=f"memory://workspace/notes/{name}.md", content=body, expected_revision=0
+        )["id"]
+        for name, body in bodies.items()
+    }
+
+    def candidates(words: str) -> search.WordMatches:
+        with agent.store.db.read(agent.caller, Deadline()) as tx:
+            return search.candidates(
+                tx,
+                Terms(words, [], []),
+                owners=agent.caller.visible_owners(),
+                kinds=["notes"],
+                limit=8,
+                fetch_budget=SEARCH_FETCH_BUDGET,
+                score_budget=SEARCH_SCORE_BUDGET,
+            ).get()
+
+    def idf(df: int, n: int = len(bodies)) -> float:
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    found = candidates("heron weir")
+    assert found.full_score == pytest.approx(idf(2) + idf(3))
+    scores = {str(s.id): s.score for s in found.scored}
+    assert set(scores) == {ids[n] for n in ("both", "heron", "weir-1", "weir-2")}
+    assert scores[ids["both"]] > found.full_score > scores[ids["heron"]] > 0
+    assert candidates("heron weir otter").full_score == pytest.approx(idf(2) + idf(3) + idf(0))
+    assert candidates("otter").full_score == 0.0  # no row to carry it
