@@ -56,7 +56,7 @@ class Release:
 # The release that landed last (schema 7), and the last release of the schema version
 # before it (schema 6), as a deployment that skipped releases has it.
 RELEASES = (
-    Release("164af95c7008c9bbbd1bc84ced09f01c34660f19", 7),
+    Release("64dc33505726ac9ddc11c75bbfec6242aca83e35", 7),
     Release("f08b501ded39c9ded0e8c0ab5c6b402924577e04", 6),
 )
 
