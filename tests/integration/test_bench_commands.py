@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from memory_local.postgres import free_port
+
+from bench.contention_bench import CONDITIONS
 from bench.stack_bench import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +76,29 @@ def test_hybrid_bench_writes_its_distractors_beside_each_set(tmp_path: Path) -> 
         assert run["records_embedded"] == run["memories"] + 12, run
         assert run["left_in_queue"] == 0
         assert set(run["systems"]) == {"lexical", "hybrid w=0.3"}
+
+
+def test_contention_bench_pauses_the_worker_in_every_condition_but_its_own(
+    tmp_path: Path,
+) -> None:
+    # Its make dev under the repository's .tmp, as the test database: the embedded
+    # server may run as another user, who cannot enter pytest's folders.
+    stack = ROOT / ".tmp" / f"contention-bench-{os.getpid()}"
+    shutil.rmtree(stack, ignore_errors=True)
+    try:
+        report = run_bench(
+            "contention_bench",
+            tmp_path / "contention.json",
+            *("--root", str(stack), "--port", str(free_port())),
+            *("--records", "3", "--rounds", "1", "--calls", "4"),
+        )
+    finally:
+        shutil.rmtree(stack, ignore_errors=True)
+    (measured,) = report["rounds"]
+    assert measured["read"]["calls"] == 4
+    for condition in CONDITIONS:
+        assert measured[condition]["calls"] == 4, condition
+        assert measured[condition]["worker_paused"] is (condition != "worker"), condition
+        if condition != "worker":  # nothing embedded them while it was paused
+            assert measured[condition]["queued_at_end"] == 4, condition
+    assert report["args"]["root"] == os.path.relpath(stack, ROOT)
