@@ -154,7 +154,9 @@ class DevStack:
         started = time.monotonic()
         admin_url = self.admin_url
         if admin_url is None:
-            self._say("starting PostgreSQL (data in .dev/postgres)")
+            data = self.root / "postgres"
+            shown = data.relative_to(Path.cwd()) if data.is_relative_to(Path.cwd()) else data
+            self._say(f"starting PostgreSQL (data in {shown})")
             self.postgres = EmbeddedPostgres(
                 self.root / "postgres", durable=True, synchronous_commit=self.synchronous_commit
             )
