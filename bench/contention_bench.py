@@ -37,12 +37,14 @@ from typing import Any
 
 from .stack_bench import (
     PATH_ARGS,
+    QUEUED,
     ROOT,
     Client,
     Stack,
     child_pids,
     load,
     percentiles,
+    proc_stat,
     progress,
     read_targets,
     running_stack,
@@ -105,13 +107,13 @@ def timed(calls: Iterator[tuple[str, dict[str, Any]]], client: Client) -> dict[s
 
 def queued(stack: Stack) -> int:
     with stack.owner() as owner:
-        row = owner.execute("SELECT count(*) FROM memory.embedding_queue").fetchone()
+        row = owner.execute(QUEUED).fetchone()
     return int(row[0]) if row else 0
 
 
 def paused(pid: int) -> bool:
-    """Whether the process is stopped (``T`` in /proc: the SIGSTOP took)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    """Whether the process is stopped (state ``T``: the SIGSTOP took)."""
+    return proc_stat(pid)[0] == "T"
 
 
 def measure(stack: Stack, rounds: int, calls: int, seed: int) -> list[dict[str, Any]]:

@@ -74,6 +74,7 @@ TOOLS = (
     "memory_delete",
 )
 PINNED = 10  # pinned records made before each measurement (about 900 bytes each)
+QUEUED = "SELECT count(*) FROM memory.embedding_queue"  # records waiting to be embedded
 PATH_ARGS = {"endpoint_file", "root", "code_root", "output"}  # kept relative in results
 CHANGES = {
     "memory_write (create)",
@@ -178,10 +179,16 @@ class Client:
 # -- the stack -------------------------------------------------------------------------
 
 
+def proc_stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (state first, then the
+    parent's PID, ...); OSError if the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def _cpu_of(pid: int) -> float:
     """User + system CPU seconds of a process (all its threads) so far; 0 if gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = proc_stat(pid)
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -192,7 +199,7 @@ def child_pids(parent: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                ppid = int(proc_stat(int(entry.name))[1])
             except (OSError, IndexError, ValueError):
                 continue
             if ppid == parent:
@@ -579,11 +586,10 @@ def wait_embedded(
     meaning as well and no backlog competes with them; or until it has not shrunk
     for ``stalled_s`` (a stack with no embedder, ``EMBEDDER=off``, never drains it).
     What waited and for how long."""
-    query = "SELECT count(*) FROM memory.embedding_queue"
     started = time.monotonic()
     with stack.owner() as owner:
         try:
-            first = int(owner.execute(query).fetchone()[0])  # type: ignore[index]
+            first = int(owner.execute(QUEUED).fetchone()[0])  # type: ignore[index]
         except psycopg.errors.UndefinedTable:
             return {"queued": None}
         left = first
@@ -592,7 +598,7 @@ def wait_embedded(
             if time.monotonic() - moved > stalled_s:
                 break
             time.sleep(0.5)
-            now = int(owner.execute(query).fetchone()[0])  # type: ignore[index]
+            now = int(owner.execute(QUEUED).fetchone()[0])  # type: ignore[index]
             if now < left:
                 moved = time.monotonic()
             left = now
