@@ -22,6 +22,7 @@ from memory_server.domain.caller import Caller
 from memory_server.domain.contexts import parse_context
 from memory_server.domain.deadline import Deadline
 from memory_server.domain.grants import ALL_GRANTS, GRANT_SCOPES
+from memory_server.domain.limits import DEADLINE_S
 from memory_server.operations.audit_events import EventBridgeSink, sweep
 from memory_server.operations.membership import resolve_caller
 from memory_server.operations.store import Store
@@ -128,9 +129,12 @@ class Agent:
 
     store: Store
     caller: Caller
+    # Each call's deadline, as the service gives it; longer for a test that holds a
+    # call on a lock on purpose, for longer than a loaded machine leaves of it.
+    deadline_s: float = DEADLINE_S
 
     def _run(self, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
-        return ToolTable(self.store).run(tool, self.caller, raw, Deadline())
+        return ToolTable(self.store).run(tool, self.caller, raw, Deadline.after(self.deadline_s))
 
     def list(self, **raw: Any) -> dict[str, Any]:
         return self._run("memory_list", raw)
